@@ -1,0 +1,52 @@
+"""Atomic file writes: write to a temporary name in the same folder, then rename.
+
+An interrupted run therefore never leaves a half-written file under the final name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str | None = None) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it to ``path`` if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=suffix or f".tmp{path.suffix}", dir=path.parent
+    )
+    os.close(fd)
+    tmp = Path(tmp)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(path: str | os.PathLike, data) -> None:
+    write_text(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+def write_csv(path: str | os.PathLike, df, **kwargs) -> None:
+    """Write a pandas DataFrame atomically (``lineterminator`` fixed for byte-identical output)."""
+    kwargs.setdefault("index", False)
+    kwargs.setdefault("lineterminator", "\n")
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, **kwargs)
+
+
+def write_tsv(path: str | os.PathLike, df, **kwargs) -> None:
+    write_csv(path, df, sep="\t", **kwargs)

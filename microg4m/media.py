@@ -1,0 +1,114 @@
+"""Video helpers shared by the stages: the ffmpeg binary, probing and frame decoding.
+
+No system ffmpeg or ffprobe is needed: the ``ffmpeg`` on PATH is used when there is
+one, else the static binary that ``imageio-ffmpeg`` ships. Probing reads ffmpeg's own
+stream header through imageio-ffmpeg; frame counts come from decoding, never from
+container metadata.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import cv2
+import numpy as np
+
+
+class MediaError(RuntimeError):
+    """A video that cannot be opened or decoded; the message names the file and why."""
+
+
+@functools.cache
+def ffmpeg_exe() -> str:
+    """The ffmpeg binary: ``$MICROG4M_FFMPEG``, else ffmpeg on PATH, else imageio-ffmpeg's."""
+    env = os.environ.get("MICROG4M_FFMPEG")
+    if env:
+        return env
+    found = shutil.which("ffmpeg")
+    if found:
+        return found
+    import imageio_ffmpeg
+
+    return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+def run_ffmpeg(args: list[str], what: str) -> None:
+    """Run ffmpeg with an argument list (never a shell); raise MediaError with its stderr tail."""
+    cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+    if proc.returncode != 0:
+        tail = " ".join(proc.stderr.strip().splitlines()[-3:]) or f"exit code {proc.returncode}"
+        raise MediaError(f"{what}: ffmpeg failed: {tail}")
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    width: int
+    height: int
+    fps: float
+    duration: float  # seconds, from the container; may be 0 when unknown
+
+
+def probe(path: str | os.PathLike) -> VideoInfo:
+    """Stream properties of the first video stream of ``path`` (no ffprobe needed)."""
+    import imageio_ffmpeg
+
+    path = Path(path)
+    if not path.is_file():
+        raise MediaError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise MediaError(f"{path}: empty file (0 bytes)")
+    gen = imageio_ffmpeg.read_frames(str(path), output_params=["-frames:v", "0"])
+    try:
+        meta = next(gen)
+    except (OSError, RuntimeError, StopIteration) as exc:
+        msg = str(exc).strip().splitlines()
+        raise MediaError(f"{path}: not a readable video ({msg[-1] if msg else exc})") from None
+    finally:
+        gen.close()
+    width, height = meta.get("size") or (0, 0)
+    if not width or not height:
+        raise MediaError(f"{path}: no video stream")
+    return VideoInfo(int(width), int(height), float(meta.get("fps") or 0.0), float(meta.get("duration") or 0.0))
+
+
+def iter_frames(path: str | os.PathLike, limit: int | None = None) -> Iterator[np.ndarray]:
+    """Decode frames (BGR, HxWx3 uint8) one at a time; memory does not grow with length."""
+    cap = cv2.VideoCapture(str(path))
+    if not cap.isOpened():
+        raise MediaError(f"{path}: cannot open video")
+    try:
+        n = 0
+        while limit is None or n < limit:
+            ok, frame = cap.read()
+            if not ok:
+                break
+            n += 1
+            yield frame
+    finally:
+        cap.release()
+
+
+def read_frames(path: str | os.PathLike, limit: int | None = None) -> list[np.ndarray]:
+    """All frames of a (short) clip."""
+    return list(iter_frames(path, limit))
+
+
+def count_frames(path: str | os.PathLike) -> int:
+    """Number of frames obtained by decoding the whole file."""
+    cap = cv2.VideoCapture(str(path))
+    if not cap.isOpened():
+        raise MediaError(f"{path}: cannot open video")
+    n = 0
+    try:
+        while cap.grab():
+            n += 1
+    finally:
+        cap.release()
+    return n

