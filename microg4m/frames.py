@@ -1,0 +1,120 @@
+"""JPEG frames of the kept clips and the PySlowFast frame lists.
+
+Frames: ``<out_dir>/<clip>/<clip>_%06d.jpg``, 1-based, one per decoded frame (90 per
+clip), written by ffmpeg (``-q:v``) into a temporary folder that is renamed into place
+only when the count is right, so a clip folder is either complete or absent.
+
+Frame lists: ``frame_lists/{train,val,test}.csv``, space-separated, header
+``original_video_id video_id frame_id path labels``, rows
+``<clip> <clip> <n> <clip>/<clip>_<n:06d>.jpg ""`` (as released).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+import pandas as pd
+
+from . import CLIP_FRAMES
+from .atomic import write_text, write_tsv
+from .manifest import clip_file, read_manifest
+from .media import MediaError, run_ffmpeg
+
+FRAME_TMPL = "{clip}_{n:06d}.jpg"
+FRAME_LIST_HEADER = "original_video_id video_id frame_id path labels"
+DONE_COLUMNS = ["clip_id", "frames", "status", "reason"]
+
+
+def frame_path(clip: str, n: int) -> str:
+    """Frame ``n`` (1-based) of ``clip``, relative to the frames folder."""
+    return f"{clip}/{FRAME_TMPL.format(clip=clip, n=n)}"
+
+
+def read_decisions(path: str | os.PathLike) -> pd.DataFrame:
+    """A filter decision table (``clip_id, person_share, cuts, keep, reason``) as strings."""
+    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = {"clip_id", "keep"} - set(df.columns)
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    return df
+
+
+def kept_clips(manifest: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
+    """Manifest rows of the clips that trim accepted and the filter kept."""
+    keep = set(decisions.loc[decisions["keep"].str.strip() == "1", "clip_id"])
+    ok = manifest[(manifest["status"] == "ok") & manifest["clip_id"].isin(keep)]
+    return ok.sort_values("clip_id").reset_index(drop=True)
+
+
+def extract_clip(video: Path, out_dir: Path, clip: str, expected: int, jpeg_quality: int) -> int:
+    """Write the clip's frames to ``out_dir/clip`` atomically; return the frame count."""
+    if not video.is_file():
+        raise MediaError(f"{video}: no such file")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{clip}.", dir=out_dir))
+    try:
+        run_ffmpeg(
+            ["-i", str(video), "-map", "0:v:0", "-fps_mode", "passthrough", "-q:v", str(jpeg_quality),
+             "-start_number", "1", "-f", "image2", str(tmp / f"{clip}_%06d.jpg")],
+            str(video),
+        )
+        n = len(list(tmp.glob("*.jpg")))
+        if n != expected:
+            raise MediaError(f"{video}: decoded {n} frames, expected {expected}")
+        final = out_dir / clip
+        old = None
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{clip}.old.", dir=out_dir))
+            os.replace(final, old / clip)
+        os.replace(tmp, final)
+        if old is not None:
+            shutil.rmtree(old)
+        return n
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def run(
+    manifest: str | os.PathLike,
+    decisions: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    jpeg_quality: int = 2,
+    done: str | os.PathLike | None = None,
+) -> pd.DataFrame:
+    """Extract the frames of every kept clip of one source.
+
+    Writes the done list ``done`` (default ``<out_dir>/<source>.tsv``, source = the
+    manifest's folder name): ``clip_id, frames, status (ok/failed), reason``. A clip that
+    fails is recorded with the reason and the others go on.
+    """
+    manifest, out_dir = Path(manifest), Path(out_dir)
+    done = Path(done) if done is not None else out_dir / f"{manifest.parent.name}.tsv"
+    clips = kept_clips(read_manifest(manifest), read_decisions(decisions))
+    rows = []
+    for r in clips.itertuples(index=False):
+        expected = int(r.frames) or CLIP_FRAMES
+        try:
+            n = extract_clip(clip_file(manifest, r.clip_id), out_dir, r.clip_id, expected, jpeg_quality)
+            rows.append([r.clip_id, n, "ok", ""])
+        except (MediaError, OSError) as exc:
+            print(f"frames: {r.clip_id}: {exc}", file=sys.stderr)
+            rows.append([r.clip_id, 0, "failed", str(exc).replace("\t", " ").replace("\n", " ")])
+    df = pd.DataFrame(rows, columns=DONE_COLUMNS)
+    write_tsv(done, df)
+    return df
+
+
+def write_frame_lists(out_dir: str | os.PathLike, split_clips: Mapping[str, list[str]], frames: Mapping[str, int]) -> None:
+    """``<out_dir>/{split}.csv`` for each split; ``frames``: clip -> frame count."""
+    for split, clips in split_clips.items():
+        lines = [FRAME_LIST_HEADER]
+        for clip in clips:
+            lines += [f'{clip} {clip} {n} {frame_path(clip, n)} ""' for n in range(1, int(frames[clip]) + 1)]
+        write_text(Path(out_dir) / f"{split}.csv", "\n".join(lines) + "\n")

@@ -1,0 +1,127 @@
+"""Motion level per clip: the reference's sparse optical flow score.
+
+Shi-Tomasi corners on the first frame, pyramidal Lucas-Kanade over the first frames;
+the points that were tracked become the points of the next step (they are never
+re-detected). Two scores:
+
+- ``score`` (the reference): per frame pair the *sum* of the displacements of the
+  tracked points, averaged over the pairs. It grows with the number of corners found
+  (at most 100) and with the resolution.
+- ``score_norm``: the mean displacement per tracked point and frame pair, divided by
+  the frame diagonal; independent of resolution and of the number of corners.
+
+``level`` is ``high`` when the score chosen by ``method`` is above its threshold.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Iterable
+
+import cv2
+import numpy as np
+import pandas as pd
+
+from . import manifest as mf
+from .atomic import write_tsv
+from .media import MediaError, iter_frames
+
+# The reference's parameters (OpenCV's optical flow tutorial values).
+FEATURE_PARAMS = dict(maxCorners=100, qualityLevel=0.3, minDistance=7, blockSize=7)
+LK_PARAMS = dict(
+    winSize=(15, 15), maxLevel=2,
+    criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 10, 0.03),
+)
+METHODS = ("reference", "normalized")
+COLUMNS = ["clip_id", "score", "score_norm", "level"]
+
+
+@dataclass(frozen=True)
+class Motion:
+    score: float  # reference: mean over frame pairs of the summed point displacement (px)
+    score_norm: float  # mean displacement per tracked point / frame diagonal
+    pairs: int  # frame pairs used
+    points: int  # corners found on the first frame
+
+
+def flow_scores(frames: Iterable[np.ndarray]) -> Motion:
+    """Both motion scores of a sequence of BGR (or gray) frames."""
+    it = iter(frames)
+    first = next(it, None)
+    if first is None:
+        raise ValueError("no frames to measure motion on")
+    prev = _gray(first)
+    h, w = prev.shape[:2]
+    p0 = cv2.goodFeaturesToTrack(prev, mask=None, **FEATURE_PARAMS)
+    n_points = 0 if p0 is None else len(p0)
+    pairs, total, moved_points = 0, 0.0, 0
+    for frame in it:
+        gray = _gray(frame)
+        pairs += 1
+        if p0 is not None and len(p0):
+            p1, st, _err = cv2.calcOpticalFlowPyrLK(prev, gray, p0, None, **LK_PARAMS)
+            good = st.reshape(-1) == 1
+            new, old = p1.reshape(-1, 2)[good], p0.reshape(-1, 2)[good]
+            total += float(np.linalg.norm(new - old, axis=1).sum())
+            moved_points += len(new)
+            p0 = new.reshape(-1, 1, 2)
+        prev = gray
+    score = total / pairs if pairs else 0.0
+    per_point = total / moved_points if moved_points else 0.0
+    return Motion(score, per_point / math.hypot(w, h), pairs, n_points)
+
+
+def level(m: Motion, *, method: str = "reference", high_threshold: float = 95.0,
+          normalized_high_threshold: float = 0.01) -> str:
+    """``high`` or ``low`` according to the chosen score and its threshold."""
+    if method == "reference":
+        return "high" if m.score > high_threshold else "low"
+    if method == "normalized":
+        return "high" if m.score_norm > normalized_high_threshold else "low"
+    raise ValueError(f"motion method must be one of {METHODS}, got {method!r}")
+
+
+def clip_motion(path: str | os.PathLike, frames: int = 30) -> Motion:
+    """Motion scores of the first ``frames`` frames of a video file."""
+    if frames < 2:
+        raise ValueError(f"motion needs at least 2 frames, got frames={frames}")
+    try:
+        return flow_scores(iter_frames(path, limit=frames))
+    except ValueError:
+        raise MediaError(f"{path}: no decodable frames") from None
+
+
+def run(manifest: str | os.PathLike, out: str | os.PathLike, *, method: str = "reference",
+        frames: int = 30, high_threshold: float = 95.0,
+        normalized_high_threshold: float = 0.01) -> pd.DataFrame:
+    """Score every ok clip of a source's manifest; write ``motion/{src}.tsv`` (``out``)."""
+    if method not in METHODS:
+        raise ValueError(f"motion method must be one of {METHODS}, got {method!r}")
+    rows = []
+    for clip in mf.ok_clips(manifest)["clip_id"]:
+        m = clip_motion(mf.clip_file(manifest, clip), frames)
+        lv = level(m, method=method, high_threshold=high_threshold,
+                   normalized_high_threshold=normalized_high_threshold)
+        rows.append({"clip_id": clip, "score": f"{m.score:.3f}",
+                     "score_norm": f"{m.score_norm:.6f}", "level": lv})
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    write_tsv(out, df)
+    return df
+
+
+def read_motion(path: str | os.PathLike) -> dict[str, str]:
+    """clip_id -> level from a ``motion/{src}.tsv``."""
+    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = set(COLUMNS) - set(df.columns)
+    if missing:
+        raise ValueError(f"{path}: not a motion table (missing columns {sorted(missing)})")
+    bad = set(df["level"]) - {"low", "high"}
+    if bad:
+        raise ValueError(f"{path}: unknown motion levels {sorted(bad)}")
+    return dict(zip(df["clip_id"], df["level"]))
+
+
+def _gray(frame: np.ndarray) -> np.ndarray:
+    return frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)

@@ -1,0 +1,95 @@
+"""Scenes stage: shot cuts inside each ok clip of one source, with PySceneDetect.
+
+PySceneDetect's default ``min_scene_len`` is 15 frames, and it also counts from the
+first frame of the video, so a cut in the first half second of a 3 s clip would be
+hidden. The setting ``scenes.min_scene_len`` (1 by default) makes every cut count.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from . import manifest as mf
+from .atomic import write_tsv
+from .media import MediaError
+
+# detector name -> (class name in scenedetect, name of its main threshold argument)
+DETECTORS = {
+    "content": ("ContentDetector", "threshold"),
+    "adaptive": ("AdaptiveDetector", "adaptive_threshold"),
+    "threshold": ("ThresholdDetector", "threshold"),
+    "hash": ("HashDetector", "threshold"),
+    "histogram": ("HistogramDetector", "threshold"),
+}
+COLUMNS = ["clip_id", "cuts"]
+
+
+def make_detector(detector: str = "content", threshold: float = 40.0, min_scene_len: int = 1):
+    """A fresh PySceneDetect detector (detectors keep state: one per clip)."""
+    import scenedetect
+
+    if detector not in DETECTORS:
+        raise ValueError(f"scenes.detector = {detector!r}: expected one of {', '.join(DETECTORS)}")
+    if not isinstance(min_scene_len, int) or min_scene_len < 1:
+        raise ValueError(f"scenes.min_scene_len = {min_scene_len!r}: expected an integer >= 1 (frames)")
+    cls_name, arg = DETECTORS[detector]
+    return getattr(scenedetect, cls_name)(**{arg: float(threshold), "min_scene_len": min_scene_len})
+
+
+def clip_cuts(path: str | os.PathLike, *, detector: str = "content", threshold: float = 40.0,
+              min_scene_len: int = 1) -> list[int]:
+    """1-based frame numbers at which a new shot starts inside the video at ``path``."""
+    from scenedetect import SceneManager, open_video
+    from scenedetect.video_stream import VideoOpenFailure
+
+    det = make_detector(detector, threshold, min_scene_len)
+    try:
+        video = open_video(str(path), backend="opencv")
+    except (VideoOpenFailure, OSError) as exc:
+        raise MediaError(f"{path}: cannot open video for scene detection ({exc})") from None
+    sm = SceneManager()
+    sm.add_detector(det)
+    sm.detect_scenes(video)
+    fps = video.frame_rate
+    # scene starts after the first one are the cuts; frame_num is 0-based
+    starts = [start for start, _ in sm.get_scene_list()[1:]]
+    return sorted({int(round(s.seconds * float(fps))) + 1 if fps else s.frame_num + 1 for s in starts})
+
+
+def format_cuts(cuts: list[int]) -> str:
+    return ";".join(str(c) for c in cuts)
+
+
+def parse_cuts(text) -> list[int]:
+    """Inverse of format_cuts; empty/NaN -> []."""
+    if text is None or (isinstance(text, float) and text != text) or str(text).strip() == "":
+        return []
+    return [int(x) for x in str(text).split(";")]
+
+
+def run(manifest: str | os.PathLike, out: str | os.PathLike, *, detector: str = "content",
+        threshold: float = 40.0, min_scene_len: int = 1) -> pd.DataFrame:
+    """Cuts of every ok clip of ``manifest``; writes ``out`` (TSV ``clip_id, cuts``) and returns it."""
+    make_detector(detector, threshold, min_scene_len)  # bad settings fail before any decoding
+    rows = []
+    for clip in mf.ok_clips(manifest)["clip_id"]:
+        path = mf.clip_file(manifest, clip)
+        if not path.is_file():
+            raise MediaError(f"{path}: clip {clip} listed as ok in {manifest} but the file is missing")
+        cuts = clip_cuts(path, detector=detector, threshold=threshold, min_scene_len=min_scene_len)
+        rows.append({"clip_id": clip, "cuts": format_cuts(cuts)})
+    df = pd.DataFrame(rows, columns=COLUMNS)
+    write_tsv(out, df)
+    return df
+
+
+def read_scenes(path: str | os.PathLike) -> pd.DataFrame:
+    """The scenes table with ``cuts`` as lists of ints."""
+    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: scenes table lacks columns {missing}")
+    df["cuts"] = df["cuts"].map(parse_cuts)
+    return df[COLUMNS]

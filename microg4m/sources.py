@@ -1,0 +1,82 @@
+"""The sources table: load it and validate every row before any job runs."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import jsonschema
+import pandas as pd
+import yaml
+
+SCHEMA = Path(__file__).resolve().parent.parent / "workflow" / "schemas" / "sources.schema.yaml"
+YOUTUBE_ID = re.compile(r"^[A-Za-z0-9_-]{11}$")
+
+
+class SourcesError(ValueError):
+    """A bad sources table; the message names the file, the row, the field and the reason."""
+
+
+def _schema() -> dict:
+    with open(SCHEMA, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def load_sources(path: str | os.PathLike) -> pd.DataFrame:
+    """Read and validate the table; rows keep their order. Raises SourcesError."""
+    path = Path(path)
+    if not path.is_file():
+        raise SourcesError(f"sources table {path}: no such file")
+    try:
+        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, comment="#")
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise SourcesError(f"sources table {path}: cannot parse as TSV ({exc})") from None
+    df.columns = [c.strip() for c in df.columns]
+    schema = _schema()
+    missing = [c for c in schema["required"] if c not in df.columns]
+    if missing:
+        raise SourcesError(f"sources table {path}: missing column(s) {', '.join(missing)}")
+    validator = jsonschema.Draft202012Validator(schema)
+    seen: dict[str, int] = {}
+    problems = []
+    for i, row in enumerate(df.to_dict("records")):
+        where = f"row {i + 1} (line {i + 2})"
+        row = {k: v.strip() for k, v in row.items() if v is not None}
+        for k in schema["required"]:
+            if row.get(k, "") == "":
+                row.pop(k, None)  # an empty cell counts as a missing field
+        for err in sorted(validator.iter_errors(row), key=lambda e: list(e.path)):
+            field = err.path[0] if err.path else (err.message.split("'")[1] if "'" in err.message else "?")
+            value = row.get(field, "")
+            if err.validator == "required":
+                reason = "missing value"
+            elif err.validator == "pattern":
+                reason = f"{value!r} may only contain letters, digits, '_' and '-'"
+            elif err.validator == "enum":
+                reason = f"{value!r} is not one of r (real), m (movie)"
+            else:
+                reason = err.message
+            problems.append(f"{where}, field {field}: {reason}")
+        sid = row.get("source_id")
+        if sid:
+            if sid in seen:
+                problems.append(f"{where}, field source_id: {sid!r} duplicates row {seen[sid]}")
+            else:
+                seen[sid] = i + 1
+    if problems:
+        raise SourcesError(f"sources table {path}:\n  " + "\n  ".join(problems))
+    df = df.apply(lambda col: col.str.strip())
+    return df.set_index("source_id", drop=False)
+
+
+def normalize_url(url: str, base: str | os.PathLike = ".") -> tuple[str, Path | None]:
+    """(url for yt-dlp, local path or None). A bare 11-character id is a YouTube id."""
+    if url.startswith("file://"):
+        url = url[len("file://"):]
+    elif "://" in url:
+        return url, None
+    elif YOUTUBE_ID.match(url) and not (Path(base) / url).exists():
+        return f"https://www.youtube.com/watch?v={url}", None
+    local = Path(url) if Path(url).is_absolute() else Path(base) / url
+    return local.resolve().as_uri(), local

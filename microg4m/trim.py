@@ -1,0 +1,111 @@
+"""Trim stage: cut one source into exact 3-second, 30 fps clips in one ffmpeg pass.
+
+The reference's settings: segment muxer, 3 s segments, timestamps reset per segment,
+forced keyframes every 3 s, libx264, 30 fps, no audio. Every kept clip is checked by
+decoding: it has exactly 90 frames or it is dropped and recorded with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import cv2
+
+from . import CLIP_SECONDS, media
+from .atomic import write_json
+from .manifest import clip_id, write_manifest
+
+
+def _video_filter(fps: int, max_height: int | None) -> str:
+    # Start at t=0 (force_key_frames and the segment cuts count from there), then
+    # constant fps, then even dimensions (yuv420p needs them), optionally capped.
+    steps = ["setpts=PTS-STARTPTS", f"fps={fps}"]
+    height = f"2*trunc(min(ih\\,{int(max_height)})/2)" if max_height else "2*trunc(ih/2)"
+    width = "-2" if max_height else "2*trunc(iw/2)"
+    steps.append(f"scale={width}:{height}")
+    steps.append("setsar=1")
+    return ",".join(steps)
+
+
+def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
+                   max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> list[Path]:
+    """Run the one-pass segmenting ffmpeg; return the segment files in order."""
+    pattern = out_dir / f"{source_id}_%03d.mp4"
+    media.run_ffmpeg([
+        "-i", str(video), "-map", "0:v:0", "-an", "-sn", "-dn",
+        "-vf", _video_filter(fps, max_height),
+        "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
+        "-force_key_frames", f"expr:gte(t,n_forced*{CLIP_SECONDS})",
+        # segment_time_delta of half a frame: ffmpeg's documented remedy for keyframes
+        # whose time rounds to just under the boundary (else a segment spans 6 s).
+        "-f", "segment", "-segment_time", str(CLIP_SECONDS),
+        "-segment_time_delta", f"{0.5 / fps:.6f}", "-reset_timestamps", "1",
+        "-segment_start_number", "0", "-segment_format", "mp4",
+        str(pattern),
+    ], what=str(video))
+    return sorted(out_dir.glob(f"{source_id}_*.mp4"))
+
+
+def _decode_check(path: Path) -> tuple[int, int, int]:
+    """(frames, width, height) by decoding the clip."""
+    cap = cv2.VideoCapture(str(path))
+    width, height = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
+    cap.release()
+    return media.count_frames(path), width, height
+
+
+def run(download_record: str | os.PathLike, manifest: str | os.PathLike, status: str | os.PathLike, *,
+        fps: int = 30, max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> dict:
+    """Trim the source of a download record into ``clips/{src}/`` and write manifest + status."""
+    manifest, status = Path(manifest), Path(status)
+    record = json.loads(Path(download_record).read_text(encoding="utf-8"))
+    source_id, clip_type = record["source_id"], record["clip_type"]
+    clip_dir = manifest.parent
+    clip_dir.mkdir(parents=True, exist_ok=True)
+    for old in clip_dir.glob(f"{source_id}_*.mp4"):  # leftovers of an earlier run
+        old.unlink()
+    rows: list[dict] = []
+    if record["status"] != "ok":
+        result = {"status": "skipped", "reason": f"download failed: {record['reason']}", "clips": 0, "dropped": 0}
+    else:
+        video = Path(download_record).parent.parent / record["path"]
+        expected = CLIP_SECONDS * int(fps)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{source_id}.", dir=clip_dir.parent))
+        try:
+            try:
+                segments = segment_source(video, tmp, source_id, fps=fps, max_height=max_height,
+                                          crf=crf, preset=preset)
+            except media.MediaError as exc:
+                segments, error = [], str(exc)
+            else:
+                error = None
+            for seg in segments:
+                seq = int(seg.stem.rsplit("_", 1)[1])
+                frames, width, height = _decode_check(seg)
+                ok = frames == expected
+                if ok:
+                    os.replace(seg, clip_dir / seg.name)
+                    reason = ""
+                elif seg == segments[-1] and frames < expected:
+                    reason = f"final clip shorter than {CLIP_SECONDS} s ({frames} frames)"
+                else:
+                    reason = f"{frames} decoded frames, expected {expected}"
+                rows.append({"clip_id": clip_id(source_id, seq), "source_id": source_id,
+                             "clip_type": clip_type, "seq": seq, "start_s": seq * CLIP_SECONDS,
+                             "frames": frames, "width": width, "height": height,
+                             "status": "ok" if ok else "dropped", "reason": reason})
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        n_ok = sum(r["status"] == "ok" for r in rows)
+        if error and not n_ok:
+            result = {"status": "failed", "reason": error, "clips": 0, "dropped": len(rows)}
+        else:
+            reason = error or ("" if n_ok else f"no clip of {CLIP_SECONDS} s (source too short)")
+            result = {"status": "ok", "reason": reason, "clips": n_ok, "dropped": len(rows) - n_ok}
+    write_json(status, {"source_id": source_id, **result})
+    write_manifest(manifest, rows)
+    return result

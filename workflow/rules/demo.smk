@@ -1,0 +1,8 @@
+rule demo_media:
+    """Make a demo source video from footage shipped inside Python packages."""
+    output:
+        "resources/demo/{name}.mp4",
+    log:
+        "resources/demo/logs/{name}.log",
+    script:
+        "../scripts/demo_media.py"

@@ -1,0 +1,5 @@
+from microg4m import detect
+from microg4m.smk import start
+
+start(snakemake)
+detect.run(snakemake.input[0], snakemake.output[0], **snakemake.params.settings)

@@ -1,0 +1,13 @@
+from microg4m import export
+from microg4m.smk import start
+
+start(snakemake)
+export.run(
+    manifests=list(snakemake.input.manifests),
+    decisions=list(snakemake.input.decisions),
+    tracks=list(snakemake.input.tracks),
+    out_dir=snakemake.output[0],
+    actions=snakemake.input.actions[0] if snakemake.input.actions else None,
+    label_map=snakemake.input.label_map,
+    **snakemake.params.split,
+)

@@ -1,0 +1,13 @@
+from microg4m import ledger
+from microg4m.smk import start
+
+start(snakemake)
+ledger.run(
+    downloads=list(snakemake.input.downloads),
+    trims=list(snakemake.input.trims),
+    manifests=list(snakemake.input.manifests),
+    decisions=list(snakemake.input.decisions),
+    tracks=list(snakemake.input.tracks),
+    ledger=snakemake.output[0],
+    funnel=snakemake.output[1],
+)
