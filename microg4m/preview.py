@@ -76,11 +76,10 @@ def contact_sheet(tiles: Sequence[Tile], out: str | os.PathLike, title: str = ""
         h, w = t.frame.shape[:2]
         s = TILE_WIDTH / w
         small = cv2.resize(t.frame, (TILE_WIDTH, max(1, round(h * s))), interpolation=cv2.INTER_AREA)
-        cell = draw_boxes(small, t.boxes, scale=s)
-        caption = f"{t.clip_id}  f{t.frame_no}  {len(t.boxes)} person(s)"
-        cv2.rectangle(cell, (0, 0), (TILE_WIDTH, 18), (0, 0, 0), -1)
-        cv2.putText(cell, caption, (4, 13), FONT, 0.4, (255, 255, 255), 1, cv2.LINE_AA)
-        cells.append(cell)
+        header = np.zeros((18, TILE_WIDTH, 3), np.uint8)
+        caption = f"{t.clip_id}  frame {t.frame_no}  {len(t.boxes)} person(s)"
+        cv2.putText(header, caption, (4, 13), FONT, 0.4, (255, 255, 255), 1, cv2.LINE_AA)
+        cells.append(np.vstack([header, draw_boxes(small, t.boxes, scale=s)]))
     cols = min(MAX_COLUMNS, len(cells))
     rows = -(-len(cells) // cols)
     ch = max(c.shape[0] for c in cells)

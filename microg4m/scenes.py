@@ -52,10 +52,13 @@ def clip_cuts(path: str | os.PathLike, *, detector: str = "content", threshold: 
     sm = SceneManager()
     sm.add_detector(det)
     sm.detect_scenes(video)
-    fps = video.frame_rate
-    # scene starts after the first one are the cuts; frame_num is 0-based
-    starts = [start for start, _ in sm.get_scene_list()[1:]]
-    return sorted({int(round(s.seconds * float(fps))) + 1 if fps else s.frame_num + 1 for s in starts})
+    scenes = sm.get_scene_list()
+    if len(scenes) < 2:
+        return []
+    # Scene starts after the first are the cuts. Timecodes come from PTS, so count frames
+    # from the first decoded frame (a clip's first PTS need not be 0).
+    first = scenes[0][0].frame_num
+    return sorted({start.frame_num - first + 1 for start, _ in scenes[1:]})
 
 
 def format_cuts(cuts: list[int]) -> str:

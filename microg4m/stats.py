@@ -26,6 +26,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from .atomic import atomic_path, write_csv, write_text  # noqa: E402
@@ -143,6 +144,8 @@ def _plot_actions(path: Path, tables) -> None:
             counts = dict(zip(tables[name]["action"]["action_id"], tables[name]["action"]["count"]))
             ax.bar(x + (i - 0.5) * 0.4, [counts.get(a, 0) for a in act["action_id"]], 0.4, label=name, color=color)
         ax.set_yscale("log")
+        ax.set_ylim(bottom=0.8)  # a count of 1 stays visible
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.set_xticks(x, [f"{n} ({a})" for a, n in zip(act["action_id"], act["action_name"])], rotation=90, fontsize=7)
         ax.set_ylabel("rows (log scale)")
         ax.legend()

@@ -202,6 +202,10 @@ def make_tracker(botsort: Mapping | None = None, *, reid_weights=None, device="c
         path = Path(reid_weights)
         if not path.is_file():
             raise FileNotFoundError(f"track.reid_weights: {path} not found")
+        if device == "auto":
+            from .detect import select_device
+
+            device = select_device("auto")
         return BotSort(use_embeddings=True, reid_weights=path, device=device, half=False, **kwargs)
     return BotSort(use_embeddings=False, **kwargs)
 
@@ -230,7 +234,9 @@ def track_frames(frames: Iterable[np.ndarray], detections: Mapping[int, np.ndarr
 
 def load_detections(path: str | os.PathLike) -> dict[str, dict[int, np.ndarray]]:
     """clip_id -> frame -> Nx5 array ``x1,y1,x2,y2,conf`` from ``detections/{src}.parquet``."""
-    df = pd.read_parquet(path, columns=["clip_id", "frame", "x1", "y1", "x2", "y2", "conf"])
+    from .detect import read_detections
+
+    df = read_detections(path)
     out: dict[str, dict[int, np.ndarray]] = {}
     for (clip, frame), g in df.groupby(["clip_id", "frame"], sort=True):
         out.setdefault(str(clip), {})[int(frame)] = g[["x1", "y1", "x2", "y2", "conf"]].to_numpy(np.float64)

@@ -1,0 +1,319 @@
+"""AVA-format export: keyframe boxes, label validation, merged CSVs, splits, frame lists
+and statistics (the files of the released MicroG-4M dataset; see README "Export").
+
+Keyframe: per (clip, person) the recorded frame closest to the median of that person's
+recorded frames (ties: the earliest). Its box is divided by the clip's width/height
+from the manifest, clamped to [0, 1], rounded to 3 decimals (numpy, like the
+reference's pandas ``round``) and written as Python writes the float (``0.99``,
+``0.985``, ``1.0``), as in the released files. The frame stamp is the 1-based frame
+number in the clip, unpadded.
+
+Inputs that cannot be used (an unreadable file, a track row of a clip that is not
+kept, a degenerate box ...) are listed in ``input_report.tsv`` and the rest goes on.
+Label rows with a problem are listed in ``label_report.tsv`` and left out of the AVA
+files; exact duplicate rows are removed and listed there too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import frames as fr
+from . import labels, splits, stats
+from .atomic import atomic_path, write_text, write_tsv
+from .manifest import read_manifest
+
+MAX_ACTIONS = 5  # per person, as in the reference annotation protocol
+AVA_HEADER = "video_id,frame_stamp,xmin,ymin,xmax,ymax,action_id,person_id"
+BOXES_HEADER = "video_id,frame_stamp,xmin,ymin,xmax,ymax,person_id"
+TRACK_COLUMNS = ["video_id", "frame_id", "person_id", "xmin", "ymin", "xmax", "ymax"]
+BOX = ["xmin", "ymin", "xmax", "ymax"]
+SPLIT_FILES = {"train": "ava_train.csv", "val": "ava_val_gt.csv", "test": "ava_test_gt.csv"}
+LABEL_OUTPUTS = [
+    "ava_format_with_header.csv", "ava_format.csv", *SPLIT_FILES.values(),
+    "ava_val_predicted_boxes.csv", "ava_test_predicted_boxes.csv", "label_report.tsv",
+]
+_CLIP_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class Report:
+    """Problems with the inputs: ``input, item, problem`` rows."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[str, str, str]] = []
+
+    def add(self, inp, item, problem: str) -> None:
+        self.rows.append((str(inp), str(item), " ".join(str(problem).split())))
+        print(f"export: {inp}: {item + ': ' if item else ''}{problem}", file=sys.stderr)
+
+    def write(self, path: Path) -> None:
+        write_tsv(path, pd.DataFrame(sorted(self.rows), columns=["input", "item", "problem"]))
+
+
+def fmt(v: float) -> str:
+    """A rounded coordinate as the released files write it (``0.99``, ``1.0``)."""
+    return repr(float(v))
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def load_clips(manifests, decisions, report: Report) -> pd.DataFrame:
+    """All manifest rows with ``kept`` (trim ok and filter keep = 1) and ``why`` (if not)."""
+    parts = []
+    for path in sorted(map(str, manifests)):
+        try:
+            parts.append(read_manifest(path))
+        except (OSError, KeyError, ValueError) as exc:
+            report.add(path, "", f"unreadable manifest ({type(exc).__name__}: {exc})")
+    clips = pd.concat(parts, ignore_index=True) if parts else read_manifest_empty()
+    bad = ~clips["clip_id"].map(lambda c: bool(_CLIP_ID.match(c))).astype(bool)
+    for c in clips.loc[bad, "clip_id"]:
+        report.add("manifest", c, "clip id has characters outside [A-Za-z0-9_-]; ignored")
+    clips = clips[~bad]
+    for c in clips.loc[clips["clip_id"].duplicated(), "clip_id"]:
+        report.add("manifest", c, "clip id in more than one manifest row; first kept")
+    clips = clips.drop_duplicates("clip_id").set_index("clip_id", drop=False)
+
+    keep: dict[str, str] = {}
+    for path in sorted(map(str, decisions)):
+        try:
+            d = fr.read_decisions(path)
+        except (OSError, ValueError) as exc:
+            report.add(path, "", f"unreadable filter decisions ({type(exc).__name__}: {exc})")
+            continue
+        reasons = d["reason"] if "reason" in d else pd.Series([""] * len(d))
+        for clip, k, why in zip(d["clip_id"], d["keep"].str.strip(), reasons):
+            if clip in keep:
+                report.add(path, clip, "second filter decision for this clip; first kept")
+            else:
+                keep[clip] = "" if k == "1" else f"filter: {why or 'keep=' + k}"
+
+    def why(r) -> str:
+        if r.status != "ok":
+            return f"trim: {r.status}" + (f" ({r.reason})" if r.reason else "")
+        if r.clip_id not in keep:
+            return "no filter decision"
+        return keep[r.clip_id]
+
+    clips["why"] = [why(r) for r in clips.itertuples(index=False)]
+    size_bad = (clips["why"] == "") & ((clips["width"] <= 0) | (clips["height"] <= 0))
+    for c in clips.index[size_bad]:
+        report.add("manifest", c, "kept clip without a frame size; not exported")
+    clips.loc[size_bad, "why"] = "no frame size in the manifest"
+    clips["kept"] = clips["why"] == ""
+    return clips.sort_index()
+
+
+def read_manifest_empty() -> pd.DataFrame:
+    from .manifest import COLUMNS
+
+    return pd.DataFrame(columns=COLUMNS).astype({c: int for c in ("seq", "start_s", "frames", "width", "height")})
+
+
+def load_tracks(tracks, clips: pd.DataFrame, report: Report) -> pd.DataFrame:
+    """Track rows of kept clips, numeric and checked; problems go to the report."""
+    parts = []
+    for path in sorted(map(str, tracks)):
+        try:
+            df = pd.read_csv(path, dtype={"video_id": str}, keep_default_na=False)
+        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            report.add(path, "", f"unreadable tracks ({type(exc).__name__}: {exc})")
+            continue
+        missing = [c for c in TRACK_COLUMNS if c not in df.columns]
+        if missing:
+            report.add(path, "", f"missing column(s) {', '.join(missing)}")
+            continue
+        df = df[TRACK_COLUMNS].copy()
+        for c in TRACK_COLUMNS[1:]:
+            df[c] = pd.to_numeric(df[c], errors="coerce")
+        ints = df["frame_id"].notna() & df["person_id"].notna()
+        ints &= (df["frame_id"] % 1 == 0) & (df["person_id"] % 1 == 0) & (df["frame_id"] >= 1) & (df["person_id"] >= 1)
+        ok = ints & df[BOX].notna().all(axis=1)
+        if (~ok).any():
+            report.add(path, "", f"{int((~ok).sum())} row(s) with a missing or non-numeric value or a bad frame/person id; ignored")
+        df = df[ok].astype({"frame_id": int, "person_id": int})
+        for clip, n in df.groupby("video_id").size().items():
+            if clip not in clips.index:
+                report.add(path, clip, f"{n} track row(s) of a clip in no manifest; ignored")
+            elif not clips.at[clip, "kept"]:
+                report.add(path, clip, f"{n} track row(s) of a clip that is not kept ({clips.at[clip, 'why']}); ignored")
+        df = df[df["video_id"].isin(clips.index[clips["kept"]])]
+        over = df["frame_id"] > df["video_id"].map(clips["frames"])
+        for clip, n in df[over].groupby("video_id").size().items():
+            report.add(path, clip, f"{n} track row(s) beyond the clip's last frame; ignored")
+        parts.append(df[~over])
+    cols = {c: (str if c == "video_id" else int if c in ("frame_id", "person_id") else float) for c in TRACK_COLUMNS}
+    t = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TRACK_COLUMNS).astype(cols)
+    dup = t.duplicated(["video_id", "person_id", "frame_id"])
+    for (clip, pid), n in t[dup].groupby(["video_id", "person_id"]).size().items():
+        report.add("tracks", clip, f"person {pid}: {n} repeated frame row(s); first kept")
+    return t[~dup]
+
+
+def keyframes(tracks: pd.DataFrame, clips: pd.DataFrame, report: Report) -> pd.DataFrame:
+    """One normalised box per (clip, person) at the keyframe; sorted by clip, person."""
+    rows = []
+    t = tracks.sort_values(["video_id", "person_id", "frame_id"], kind="stable")
+    for (clip, pid), g in t.groupby(["video_id", "person_id"], sort=True):
+        f = g["frame_id"].to_numpy()
+        i = int(np.argmin(np.abs(f - np.median(f))))  # first minimum = earliest frame
+        w, h = clips.at[clip, "width"], clips.at[clip, "height"]
+        raw = g.iloc[i][BOX].to_numpy(dtype=float) / np.array([w, h, w, h], dtype=float)
+        box = np.round(np.clip(raw, 0.0, 1.0), 3)
+        if not (box[0] < box[2] and box[1] < box[3]):
+            report.add("tracks", clip, f"person {pid}: empty box at keyframe {int(f[i])} after normalising; no keyframe")
+            continue
+        rows.append((clip, int(f[i]), *box.tolist(), int(pid)))
+    return pd.DataFrame(rows, columns=["video_id", "frame_stamp", *BOX, "person_id"])
+
+
+# ---------------------------------------------------------------- labels
+
+
+def validate_labels(actions: pd.DataFrame, clips: pd.DataFrame, boxes: pd.DataFrame, label_ids: set[int]):
+    """Check the label rows. Returns (valid rows, report DataFrame ``line,row,problem``, duplicates).
+
+    Valid rows have ``line, video_id, person_id, action_id``. Each problem row is reported
+    once (all its problems joined by ``; ``); later exact duplicates are removed.
+    """
+    have_box = set(zip(boxes["video_id"], boxes["person_id"]))
+    seen: dict[tuple, int] = {}
+    valid, report, dups = [], [], 0
+    for r in actions.itertuples(index=False):
+        key = (r.video_id, r.movie_or_real, r.person_id, r.action, r.fields)
+        if key in seen:
+            report.append((r.line, r.raw, f"exact duplicate of line {seen[key]}; removed"))
+            dups += 1
+            continue
+        seen[key] = r.line
+        if r.fields != len(labels.ACTIONS_COLUMNS):
+            report.append((r.line, r.raw, f"{r.fields} fields, expected {len(labels.ACTIONS_COLUMNS)}"))
+            continue
+        probs = []
+        known = r.video_id in clips.index
+        if not known:
+            probs.append(f"unknown clip {r.video_id!r} (in no manifest)")
+        elif not clips.at[r.video_id, "kept"]:
+            probs.append(f"clip not kept ({clips.at[r.video_id, 'why']})")
+        if r.movie_or_real not in ("m", "r"):
+            probs.append(f"movie_or_real must be m or r, got {r.movie_or_real!r}")
+        elif known and r.movie_or_real != clips.at[r.video_id, "clip_type"]:
+            probs.append(f"movie_or_real {r.movie_or_real!r} but the clip type is {clips.at[r.video_id, 'clip_type']!r}")
+        pid = int(r.person_id) if r.person_id.isdigit() and int(r.person_id) > 0 else None
+        if pid is None:
+            probs.append(f"person_id {r.person_id!r} is not a positive integer")
+        aid = int(r.action) if re.fullmatch(r"-?\d+", r.action) else None
+        if aid is None:
+            probs.append(f"action {r.action!r} is not an integer")
+        elif aid not in label_ids:
+            probs.append(f"unknown action id {aid} (not in the label map)")
+        if known and clips.at[r.video_id, "kept"] and pid is not None and (r.video_id, pid) not in have_box:
+            probs.append(f"person {pid} has no box in {r.video_id}")
+        if probs:
+            report.append((r.line, r.raw, "; ".join(probs)))
+        else:
+            valid.append((r.line, r.raw, r.video_id, pid, aid))
+    v = pd.DataFrame(valid, columns=["line", "raw", "video_id", "person_id", "action_id"])
+    v["n"] = v.groupby(["video_id", "person_id"])["action_id"].transform("size")
+    for r in v[v["n"] > MAX_ACTIONS].itertuples(index=False):
+        report.append((r.line, r.raw, f"person {r.person_id} in {r.video_id} has {r.n} actions (more than {MAX_ACTIONS}); all left out"))
+    v = v.loc[v["n"] <= MAX_ACTIONS, ["line", "video_id", "person_id", "action_id"]]
+    rep = pd.DataFrame(sorted(report), columns=["line", "row", "problem"])
+    return v.reset_index(drop=True), rep, dups
+
+
+# ---------------------------------------------------------------- writers
+
+
+def _lines(path: Path, lines: list[str]) -> None:
+    write_text(path, "".join(f"{line}\n" for line in lines))
+
+
+def _box_cells(r) -> str:
+    return f"{r.video_id},{int(r.frame_stamp)},{fmt(r.xmin)},{fmt(r.ymin)},{fmt(r.xmax)},{fmt(r.ymax)}"
+
+
+def _copy_bytes(src: Path, dst: Path) -> None:
+    with atomic_path(dst) as tmp:
+        shutil.copyfile(src, tmp)
+
+
+def run(
+    *,
+    manifests: list,
+    decisions: list,
+    tracks: list,
+    out_dir,
+    actions=None,
+    label_map,
+    seed: int = 42,
+    ratios=(0.7, 0.1, 0.2),
+    group_by: str = "clip",
+) -> dict:
+    """Write the export into ``out_dir`` (see the module docstring and README); return a summary."""
+    if group_by not in ("clip", "source"):
+        raise ValueError(f"export.split.group_by must be 'clip' or 'source', got {group_by!r}")
+    splits.targets(1, ratios)  # validates the ratios before any work
+    out = Path(out_dir)
+    lmap = labels.read_label_map(label_map)  # a bad label map is fatal: nothing can be checked
+    report = Report()
+    clips = load_clips(manifests, decisions, report)
+    boxes = keyframes(load_tracks(tracks, clips, report), clips, report)
+    kept = clips[clips["kept"]]
+    for c in sorted(set(kept.index) - set(boxes["video_id"])):
+        report.add("tracks", c, "kept clip without any recorded person; no boxes")
+
+    _lines(out / "boxes.csv", [BOXES_HEADER] + [f"{_box_cells(r)},{r.person_id}" for r in boxes.itertuples(index=False)])
+    _lines(out / "annotation_template.csv", [",".join(labels.ACTIONS_COLUMNS)] + [
+        f"{r.video_id},{clips.at[r.video_id, 'clip_type']},{r.person_id}," for r in boxes.itertuples(index=False)
+    ])
+    _copy_bytes(Path(label_map), out / "label_map.pbtxt")
+
+    summary = {"clips_kept": int(len(kept)), "persons": int(len(boxes)), "labels": False}
+    have_labels = actions is not None and Path(actions).is_file()
+    ava = None
+    if have_labels:
+        valid, rep, dups = validate_labels(labels.read_actions(actions), clips, boxes, set(lmap["id"]))
+        write_tsv(out / "label_report.tsv", rep)
+        ava = valid.merge(boxes, on=["video_id", "person_id"], how="left", validate="many_to_one")
+        ava = ava.sort_values(["video_id", "person_id", "line"], kind="stable").reset_index(drop=True)
+        clip_actions = {c: set(g["action_id"]) for c, g in ava.groupby("video_id")}
+        summary.update(labels=True, label_rows=int(len(ava)), label_problems=int(len(rep) - dups), duplicates=int(dups))
+    else:
+        for name in LABEL_OUTPUTS:  # stale label outputs from an earlier run with labels
+            (out / name).unlink(missing_ok=True)
+        clip_actions = {c: set() for c in kept.index}
+
+    groups = dict(zip(clips["clip_id"], clips["source_id"])) if group_by == "source" else None
+    assignment = splits.assign(clip_actions, groups=groups, seed=seed, ratios=ratios)
+    by_split = splits.clips_by_split(assignment)
+    splits.write_split_ids(out / "splits", assignment)
+    fr.write_frame_lists(out / "frame_lists", by_split, clips["frames"].to_dict())
+    summary["splits"] = {s: len(c) for s, c in by_split.items()}
+
+    if ava is not None:
+        lines = [f"{_box_cells(r)},{r.action_id},{r.person_id}" for r in ava.itertuples(index=False)]
+        _lines(out / "ava_format_with_header.csv", [AVA_HEADER] + lines)
+        _lines(out / "ava_format.csv", lines)
+        split_of_row = ava["video_id"].map(assignment).tolist()
+        for split, name in SPLIT_FILES.items():
+            _lines(out / name, [ln for ln, s in zip(lines, split_of_row) if s == split])
+        for split in ("val", "test"):
+            pred = [f"{_box_cells(r)},,1" for r, s in zip(ava.itertuples(index=False), split_of_row) if s == split]
+            _lines(out / f"ava_{split}_predicted_boxes.csv", pred)
+
+    ds = clips.loc[sorted(assignment), ["clip_id", "clip_type"]]
+    persons = ava[["video_id", "person_id"]].drop_duplicates() if ava is not None else boxes[["video_id", "person_id"]]
+    stats.write(out / "statistics", label_map=lmap, clips=ds, persons=persons, assignment=assignment,
+                ava=ava[["video_id", "person_id", "action_id"]] if ava is not None else None)
+    report.write(out / "input_report.tsv")
+    summary["input_problems"] = len(report.rows)
+    return summary

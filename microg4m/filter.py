@@ -1,0 +1,101 @@
+"""Filter stage: keep a clip when persons are visible long enough and there is no shot cut.
+
+Reads the detection cache and the scene cuts (never runs YOLO), and writes one decision
+per ok clip to ``filter/{src}.tsv``. Rejected clips are only marked, never deleted.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from . import manifest as mf
+from .atomic import write_tsv
+from .detect import read_detections
+from .scenes import format_cuts, read_scenes
+
+COLUMNS = ["clip_id", "person_share", "cuts", "keep", "reason"]
+EPS = 1e-9  # 54/90 must count as >= 0.6 whatever the float rounding
+
+
+def read_screening(path: str | os.PathLike | None) -> set[str]:
+    """Clip ids excluded by hand: one per line, ``#`` comments and blank lines ignored.
+
+    ``None`` or a missing file means no exclusions.
+    """
+    if path is None or not Path(path).is_file():
+        return set()
+    ids = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            ids.add(line)
+    return ids
+
+
+def _check(person_conf, min_person_share, max_cuts) -> None:
+    if not 0.0 <= float(person_conf) <= 1.0:
+        raise ValueError(f"filter.person_conf = {person_conf!r}: expected a number in [0, 1]")
+    if not 0.0 <= float(min_person_share) <= 1.0:
+        raise ValueError(f"filter.min_person_share = {min_person_share!r}: expected a number in [0, 1]")
+    if isinstance(max_cuts, bool) or not isinstance(max_cuts, int) or max_cuts < 0:
+        raise ValueError(f"filter.max_cuts = {max_cuts!r}: expected an integer >= 0")
+
+
+def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *, person_conf: float = 0.6,
+           min_person_share: float = 0.6, max_cuts: int = 0, screened: set[str] | frozenset = frozenset(),
+           ) -> pd.DataFrame:
+    """Decisions per clip (pure).
+
+    clips: ``clip_id, frames``; detections: ``clip_id, frame, conf`` (one row per box);
+    cuts: ``clip_id, cuts`` (lists of frame numbers). Returns ``clip_id, person_share
+    (float), cuts (list), keep (bool), reason`` in the order of ``clips``. Reason
+    precedence: screened > scene_cut > few_persons > kept.
+    """
+    _check(person_conf, min_person_share, max_cuts)
+    cut_map = dict(zip(cuts["clip_id"], cuts["cuts"]))
+    missing = [c for c in clips["clip_id"] if c not in cut_map]
+    if missing:
+        raise ValueError(f"no scene cuts for clips {missing[:5]} (scenes table out of date?)")
+    strong = detections[detections["conf"] > person_conf]
+    person_frames = strong.groupby("clip_id")["frame"].nunique()
+    rows = []
+    for clip, frames in zip(clips["clip_id"], clips["frames"]):
+        if frames <= 0:
+            raise ValueError(f"clip {clip}: manifest has {frames} frames")
+        share = int(person_frames.get(clip, 0)) / int(frames)
+        clip_cuts = list(cut_map[clip])
+        if clip in screened:
+            reason = "screened"
+        elif len(clip_cuts) > max_cuts:
+            reason = "scene_cut"
+        elif share + EPS < min_person_share:
+            reason = "few_persons"
+        else:
+            reason = "kept"
+        rows.append({"clip_id": clip, "person_share": share, "cuts": clip_cuts, "keep": reason == "kept",
+                     "reason": reason})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def run(manifest: str | os.PathLike, detections: str | os.PathLike, scenes: str | os.PathLike,
+        out: str | os.PathLike, *, person_conf: float = 0.6, min_person_share: float = 0.6, max_cuts: int = 0,
+        screening: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Decide every ok clip of ``manifest``; write ``out`` (TSV) and return the decisions."""
+    _check(person_conf, min_person_share, max_cuts)
+    clips = mf.ok_clips(manifest)
+    dets = read_detections(detections)
+    unknown = sorted(set(dets["clip_id"]) - set(clips["clip_id"]))
+    if unknown:
+        raise ValueError(f"{detections}: boxes for clips not ok in {manifest}: {unknown[:5]} (cache out of date?)")
+    table = decide(clips, dets, read_scenes(scenes), person_conf=person_conf, min_person_share=min_person_share,
+                   max_cuts=max_cuts, screened=read_screening(screening))
+    written = table.assign(
+        person_share=table["person_share"].map(lambda x: f"{x:.4f}"),
+        cuts=table["cuts"].map(format_cuts),
+        keep=table["keep"].astype(int),
+    )
+    write_tsv(out, written)
+    return table

@@ -1,0 +1,82 @@
+"""The ledger: every source and every clip, its status per stage and the reason.
+
+Nothing is silently skipped: sources = downloaded + failed, clips = kept + rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .atomic import write_tsv
+from .manifest import read_manifest
+
+COLUMNS = ["level", "source_id", "clip_id", "download", "trim", "filter", "track", "status", "reason"]
+
+
+def _read_tsv(path) -> pd.DataFrame:
+    return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+
+
+def build(downloads, trims, manifests, decisions, tracks) -> pd.DataFrame:
+    """One row per source, then one per clip (trimmed or dropped)."""
+    rows = []
+    for dl, tr, mf, dc, tk in zip(downloads, trims, manifests, decisions, tracks):
+        rec = json.loads(Path(dl).read_text(encoding="utf-8"))
+        trim = json.loads(Path(tr).read_text(encoding="utf-8"))
+        src = rec["source_id"]
+        ok = rec["status"] == "ok"
+        rows.append({"level": "source", "source_id": src, "clip_id": "", "download": rec["status"],
+                     "trim": f"{trim['status']} ({trim['clips']} clips)", "filter": "", "track": "",
+                     "status": "downloaded" if ok else "failed",
+                     "reason": (trim["reason"] if ok else rec["reason"]) or ""})
+        dec = _read_tsv(dc).set_index("clip_id") if Path(dc).stat().st_size else pd.DataFrame()
+        persons = pd.read_csv(tk, dtype={"video_id": str}).groupby("video_id")["person_id"].nunique()
+        for clip in read_manifest(mf).to_dict("records"):
+            cid = clip["clip_id"]
+            row = {"level": "clip", "source_id": src, "clip_id": cid, "download": rec["status"],
+                   "trim": clip["status"], "filter": "", "track": ""}
+            if clip["status"] != "ok":
+                row.update(status="rejected", reason=f"trim: {clip['reason']}")
+            elif cid in dec.index:
+                keep = dec.loc[cid, "keep"] == "1"
+                row["filter"] = dec.loc[cid, "reason"]
+                if keep:
+                    n = int(persons.get(cid, 0))
+                    row["track"] = f"{n} persons"
+                    row.update(status="kept", reason="" if n else "no person recorded by the tracker")
+                else:
+                    row.update(status="rejected", reason=f"filter: {dec.loc[cid, 'reason']}")
+            else:
+                row.update(status="rejected", reason="filter: no decision")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def funnel_counts(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Counts from sources to persons, and the rejection reasons."""
+    src = ledger[ledger.level == "source"]
+    clips = ledger[ledger.level == "clip"]
+    kept = clips[clips.status == "kept"]
+    persons = kept["track"].str.extract(r"(\d+)")[0].fillna(0).astype(int).sum()
+    counts = [("sources", len(src)), ("downloaded", int((src.status == "downloaded").sum())),
+              ("failed", int((src.status == "failed").sum())), ("clips", len(clips)),
+              ("kept", len(kept)), ("rejected", int((clips.status == "rejected").sum())),
+              ("persons", int(persons))]
+    reasons = clips[clips.status == "rejected"]["reason"].str.replace(r" \(.*\)$", "", regex=True)
+    reasons = reasons.str.replace(r"^trim: \d+ decoded frames.*", "trim: wrong frame count", regex=True)
+    for reason, n in sorted(reasons.value_counts().items()):
+        counts.append((f"rejected: {reason}", int(n)))
+    return pd.DataFrame(counts, columns=["step", "count"])
+
+
+def run(*, downloads, trims, manifests, decisions, tracks, ledger: str | os.PathLike,
+        funnel: str | os.PathLike | None = None) -> pd.DataFrame:
+    df = build(downloads, trims, manifests, decisions, tracks)
+    write_tsv(ledger, df)
+    if funnel is not None:
+        write_tsv(funnel, funnel_counts(df))
+    return df

@@ -1,0 +1,87 @@
+"""Trim: exact 90-frame 30 fps clips from real footage of any rate and shape."""
+
+import json
+
+import pytest
+
+from conftest import ffmpeg, get_footage
+from microg4m import media, trim
+from microg4m.manifest import read_manifest
+
+
+def trim_video(tmp_path, video, source_id="src", **settings):
+    """Write an ok download record for ``video`` and trim it; return the manifest."""
+    results = tmp_path / "results"
+    (results / "download").mkdir(parents=True, exist_ok=True)
+    record = results / "download" / f"{source_id}.json"
+    record.write_text(json.dumps({"source_id": source_id, "clip_type": "r", "status": "ok",
+                                  "path": str(video.resolve()), "reason": ""}))
+    manifest = results / "clips" / source_id / "manifest.tsv"
+    result = trim.run(record, manifest, manifest.parent / "status.json", **settings)
+    return read_manifest(manifest), result
+
+
+def assert_exact_clips(df, manifest_dir, n):
+    ok = df[df.status == "ok"]
+    assert list(ok.seq) == list(range(n))
+    for row in ok.itertuples():
+        path = manifest_dir / f"{row.clip_id}.mp4"
+        assert media.count_frames(path) == 90, row.clip_id
+        assert media.probe(path).fps == pytest.approx(30, abs=0.01)
+        assert row.start_s == 3 * row.seq
+
+
+def test_known_length_gives_three_clips(tmp_path):
+    src = tmp_path / "in.mp4"
+    ffmpeg("-i", str(get_footage("pianist")), "-t", "10.5", "-an", "-c:v", "libx264", "-preset", "ultrafast", str(src))
+    df, result = trim_video(tmp_path, src)
+    assert list(df[df.status == "ok"].clip_id) == ["src_000", "src_001", "src_002"]
+    assert result["clips"] == 3
+    # The 1.5 s tail is recorded as dropped, not silently lost.
+    tail = df[df.status == "dropped"]
+    assert list(tail.seq) == [3] and "shorter than 3 s" in tail.reason.iloc[0]
+    assert_exact_clips(df, tmp_path / "results/clips/src", 3)
+
+
+@pytest.mark.parametrize("kind", ["25fps", "60fps", "vfr", "portrait_odd"])
+def test_rates_and_shapes_give_90_frame_clips(tmp_path, kind):
+    src = tmp_path / f"{kind}.mkv"
+    dancer = str(get_footage("dancer"))
+    args = {
+        "25fps": ["-i", dancer, "-t", "6.2", "-r", "25"],
+        "60fps": ["-i", dancer, "-t", "6.2", "-vf", "minterpolate=fps=60:mi_mode=dup"],
+        # irregular frame intervals, kept as they are (variable frame rate)
+        "vfr": ["-i", dancer, "-t", "6.5", "-vf", "setpts='(N+0.45*mod(N\\,2))/24/TB'", "-fps_mode", "passthrough"],
+        "portrait_odd": ["-i", dancer, "-t", "6.2", "-vf", "scale=271:481"],
+    }[kind]
+    codec = ["-c:v", "ffv1"] if kind == "portrait_odd" else ["-c:v", "libx264", "-preset", "ultrafast"]
+    ffmpeg(*args, "-an", *codec, str(src))
+    df, _ = trim_video(tmp_path, src)
+    assert_exact_clips(df, tmp_path / "results/clips/src", 2)
+    if kind == "portrait_odd":
+        assert (df.width % 2 == 0).all() and (df.height > df.width).all()
+
+
+def test_max_height_scales_down(tmp_path):
+    src = tmp_path / "big.mp4"
+    ffmpeg("-i", str(get_footage("pianist")), "-t", "3.2", "-an", "-c:v", "libx264", "-preset", "ultrafast", str(src))
+    df, _ = trim_video(tmp_path, src, max_height=240)
+    assert (df.height == 240).all() and (df.width == 320).all()
+
+
+def test_failed_download_gives_no_clips(tmp_path):
+    results = tmp_path / "results"
+    (results / "download").mkdir(parents=True)
+    rec = results / "download" / "gone.json"
+    rec.write_text(json.dumps({"source_id": "gone", "clip_type": "r", "status": "failed", "reason": "HTTP 404", "path": None}))
+    out = results / "clips" / "gone"
+    result = trim.run(rec, out / "manifest.tsv", out / "status.json")
+    assert result["status"] == "skipped" and "HTTP 404" in result["reason"]
+    assert read_manifest(out / "manifest.tsv").empty
+
+
+def test_undecodable_source_is_recorded(tmp_path):
+    bad = tmp_path / "bad.mp4"
+    bad.write_text("this is not a video")
+    df, result = trim_video(tmp_path, bad)
+    assert df.empty and result["status"] == "failed" and "bad.mp4" in result["reason"]

@@ -1,0 +1,46 @@
+"""The built-in demo through Snakemake (real ffmpeg, real yt-dlp on local files)."""
+
+import json
+
+import pytest
+
+from microg4m import media
+from microg4m.manifest import read_manifest
+from workflow import make_workdir, snakemake
+
+
+@pytest.fixture(scope="module")
+def demo_through_trim(tmp_path_factory):
+    wd = make_workdir(tmp_path_factory.mktemp("demo_trim"))
+    snakemake(wd, "--until", "trim")
+    return wd
+
+
+def test_every_source_has_a_status_record(demo_through_trim):
+    res = demo_through_trim / "results"
+    records = {p.stem: json.loads(p.read_text()) for p in (res / "download").glob("*.json")}
+    assert set(records) == {"dancer", "pianist", "zidane", "scenecut", "noperson", "short", "carphone", "missing"}
+    assert records["missing"]["status"] == "failed"
+    assert "Connection refused" in records["missing"]["reason"]
+    assert all(r["status"] == "ok" for k, r in records.items() if k != "missing")
+
+
+def test_downloadable_sources_have_exact_clips(demo_through_trim):
+    res = demo_through_trim / "results"
+    expected = {"dancer": 3, "pianist": 2, "zidane": 2, "scenecut": 2, "noperson": 1, "short": 0, "carphone": 1, "missing": 0}
+    for src, n in expected.items():
+        df = read_manifest(res / "clips" / src / "manifest.tsv")
+        ok = df[df.status == "ok"]
+        assert len(ok) == n, src
+        for clip in ok.clip_id:
+            assert media.count_frames(res / "clips" / src / f"{clip}.mp4") == 90
+    status = json.loads((res / "clips" / "missing" / "status.json").read_text())
+    assert status["status"] == "skipped" and "download failed" in status["reason"]
+
+
+def test_bad_sources_row_stops_before_any_job(tmp_path):
+    wd = make_workdir(tmp_path, sources="source_id\turl\tclip_type\n../up\tx.mp4\tr\n")
+    proc = snakemake(wd, "-n", check=False)
+    assert proc.returncode != 0
+    assert "row 1 (line 2), field source_id: '../up'" in proc.stdout + proc.stderr
+    assert not (wd / "results").exists()
