@@ -51,39 +51,37 @@ def make_source(name: str, n: int, folder: Path) -> Path:
     return path
 
 
-def bench_run(manifest: Path, args, tmp: Path) -> tuple[float, int]:
-    t = time.perf_counter()
+def timed(fn, *a):
+    """(wall seconds, process CPU seconds incl. all threads, result)."""
+    t, c = time.perf_counter(), time.process_time()
+    out = fn(*a)
+    return time.perf_counter() - t, time.process_time() - c, out
+
+
+def bench_run(manifest: Path, args, tmp: Path) -> int:
     stats = detect.run(manifest, tmp / "det.parquet", weights=args.weights, imgsz=args.imgsz, conf=args.conf,
                        batch=args.batch, device=args.device, half=args.half)
-    return time.perf_counter() - t, stats["frames"]
+    return stats["frames"]
 
 
-def bench_raw(model, frames, args, dev, half) -> float:
+def bench_raw(model, frames, args, dev, half) -> int:
     kw = dict(imgsz=args.imgsz, conf=args.conf, classes=[0], device=dev, quantize=16 if half else None,
               verbose=False)
-    t = time.perf_counter()
     for i in range(0, len(frames), args.batch):
         for r in model.predict(frames[i:i + args.batch], batch=args.batch, **kw):
             r.boxes.xyxy.cpu().numpy()
-    return time.perf_counter() - t
+    return len(frames)
 
 
-def bench_reference(manifest: Path, clips, args, dev, half) -> tuple[float, int]:
-    from ultralytics import YOLO
-
-    model = YOLO(detect.resolve_weights(args.weights))  # its own instance: track installs a tracker
-    kw = dict(imgsz=args.imgsz, conf=args.conf, classes=[0], device=dev, quantize=16 if half else None,
-              verbose=False, persist=True)
-    model.track(media.read_frames(mf.clip_file(manifest, clips[0]), limit=1)[0], **kw)  # warm-up
+def bench_reference(model, manifest: Path, clips, kw) -> int:
     n = 0
-    t = time.perf_counter()
     for clip in clips:
         for tracker in getattr(model.predictor, "trackers", []):
             tracker.reset()  # a fresh track set per clip, as the reference does per video
         for frame in media.iter_frames(mf.clip_file(manifest, clip)):
             model.track(frame, **kw)
             n += 1
-    return time.perf_counter() - t, n
+    return n
 
 
 def git_rev() -> str:
@@ -105,7 +103,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--device", default="auto")
     p.add_argument("--half", default="auto")
-    p.add_argument("--repeat", type=int, default=1, help="runs per method, best kept (default 1)")
+    p.add_argument("--repeat", type=int, default=3, help="runs per method, interleaved, best kept (default 3)")
     p.add_argument("--skip-reference", action="store_true")
     p.add_argument("--csv", type=Path, default=Path("bench/out/bench_detect.csv"))
     args = p.parse_args(argv)
@@ -135,28 +133,41 @@ def main(argv=None) -> int:
         frames = [f for c in clips for f in media.iter_frames(mf.clip_file(manifest, c))]
         detect.detect_frames(model, frames[: args.batch], imgsz=args.imgsz, conf=args.conf, device=dev, half=half)
 
-        best: dict[str, float] = {}
-        for _ in range(args.repeat):  # interleaved so that machine-load drift hits all methods alike
-            best["raw"] = min(best.get("raw", 1e9), bench_raw(model, frames, args, dev, half))
-            secs, n = bench_run(manifest, args, tmp)
-            assert n == len(frames), (n, len(frames))
-            best["run"] = min(best.get("run", 1e9), secs)
-            if not args.skip_reference:
-                secs, n = bench_reference(manifest, clips, args, dev, half)
-                best["reference"] = min(best.get("reference", 1e9), secs)
+        methods = {"raw": lambda: bench_raw(model, frames, args, dev, half),
+                   "run": lambda: bench_run(manifest, args, tmp)}
+        if not args.skip_reference:
+            from ultralytics import YOLO
+
+            tracked = YOLO(detect.resolve_weights(args.weights))  # its own instance: track installs a tracker
+            kw = dict(imgsz=args.imgsz, conf=args.conf, classes=[0], device=dev, quantize=16 if half else None,
+                      verbose=False, persist=True)
+            tracked.track(frames[0], **kw)  # warm-up
+            methods["reference"] = lambda: bench_reference(tracked, manifest, clips, kw)
+        best: dict[str, tuple[float, float]] = {}
+        for rep in range(args.repeat):  # interleaved so that machine-load drift hits all methods alike
+            for name, fn in methods.items():
+                wall, cpu, n = timed(fn)
+                assert n == len(frames), (name, n, len(frames))
+                print(f"  repeat {rep + 1} {name:<10} {n / wall:7.2f} fps  {cpu / n * 1e3:7.1f} ms CPU/frame",
+                      flush=True)
+                if name not in best or wall < best[name][0]:
+                    best[name] = (wall, cpu)
 
     shape = f"{frames[0].shape[1]}x{frames[0].shape[0]}"
     rows = []
     for name in ("run", "raw", "reference"):
         if name in best:
-            fps = len(frames) / best[name]
-            rows.append(dict(method=name, frames=len(frames), seconds=round(best[name], 3), fps=round(fps, 2),
-                             vs_raw=round(fps / (len(frames) / best["raw"]), 3), device=dev, half=half,
+            wall, cpu = best[name]
+            fps = len(frames) / wall
+            rows.append(dict(method=name, frames=len(frames), seconds=round(wall, 3), fps=round(fps, 2),
+                             vs_raw=round(best["raw"][0] / wall, 3),
+                             cpu_ms_per_frame=round(cpu / len(frames) * 1e3, 1), device=dev, half=half,
                              batch=args.batch, imgsz=args.imgsz, frame_size=shape, clips=len(clips),
                              cpus=os.cpu_count(), host=platform.node(), rev=git_rev()))
-    print(f"{'method':<10} {'frames':>6} {'seconds':>8} {'fps':>7} {'vs raw':>7}")
+    print(f"{'method':<10} {'frames':>6} {'seconds':>8} {'fps':>7} {'vs raw':>7} {'CPU ms/fr':>9}")
     for r in rows:
-        print(f"{r['method']:<10} {r['frames']:>6} {r['seconds']:>8.2f} {r['fps']:>7.2f} {r['vs_raw']:>7.3f}")
+        print(f"{r['method']:<10} {r['frames']:>6} {r['seconds']:>8.2f} {r['fps']:>7.2f} {r['vs_raw']:>7.3f} "
+              f"{r['cpu_ms_per_frame']:>9.1f}")
     print(f"device {dev}, half {half}, batch {args.batch}, imgsz {args.imgsz}, frames {shape}, {len(clips)} clips")
     args.csv.parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as fh:

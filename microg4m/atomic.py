@@ -25,6 +25,8 @@ def atomic_path(path: str | os.PathLike, suffix: str | None = None) -> Iterator[
     tmp = Path(tmp)
     try:
         yield tmp
+        if tmp.exists():
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; results are shared on clusters
         os.replace(tmp, path)
     finally:
         if tmp.exists():

@@ -212,8 +212,8 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     schema = SCHEMA.with_metadata({"weights": str(weights), "imgsz": str(imgsz), "conf": str(conf)})
     t0 = time.perf_counter()
     stats = {"clips": len(clips), "frames": 0, "boxes": 0, "device": None}
+    resolve_weights(weights)  # a bad setting fails even for a source without clips
     if len(clips):
-        resolve_weights(weights)  # fail on a bad setting before any decoding
         dev = select_device(device)
         hf = use_half(half, dev)
         model = load_model(str(weights), dev)

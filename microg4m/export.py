@@ -16,7 +16,6 @@ files; exact duplicate rows are removed and listed there too.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import CLIP_FRAMES
 from . import frames as fr
 from . import labels, splits, stats
 from .atomic import atomic_path, write_text, write_tsv
@@ -37,9 +37,20 @@ TRACK_COLUMNS = ["video_id", "frame_id", "person_id", "xmin", "ymin", "xmax", "y
 BOX = ["xmin", "ymin", "xmax", "ymax"]
 SPLIT_FILES = {"train": "ava_train.csv", "val": "ava_val_gt.csv", "test": "ava_test_gt.csv"}
 LABEL_OUTPUTS = [
-    "ava_format_with_header.csv", "ava_format.csv", *SPLIT_FILES.values(),
-    "ava_val_predicted_boxes.csv", "ava_test_predicted_boxes.csv", "label_report.tsv",
+    "ava_format_with_header.csv",
+    "ava_format.csv",
+    *SPLIT_FILES.values(),
+    "ava_val_predicted_boxes.csv",
+    "ava_test_predicted_boxes.csv",
+    "label_report.tsv",
 ]
+# mmaction2 AVADataset settings under which frame stamp n picks <clip>/<clip>_{n:06d}.jpg and
+# every sampled index stays inside 1..90. mmaction2 computes the centre as
+# fps * (stamp - timestamp_start) + start_index, clips the window to
+# [0, (timestamp_end - timestamp_start) * fps - 1], then adds start_index again
+# (transforms/loading.py SampleAVAFrames; 0.x adds 1 instead of the first start_index):
+# (n - 2) + 1 + 1 = n, window within [1, 90]. Tested in tests/test_export.py.
+MMACTION2 = dict(fps=1, timestamp_start=2, timestamp_end=2 + CLIP_FRAMES, start_index=1)
 _CLIP_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -138,13 +149,19 @@ def load_tracks(tracks, clips: pd.DataFrame, report: Report) -> pd.DataFrame:
         ints &= (df["frame_id"] % 1 == 0) & (df["person_id"] % 1 == 0) & (df["frame_id"] >= 1) & (df["person_id"] >= 1)
         ok = ints & df[BOX].notna().all(axis=1)
         if (~ok).any():
-            report.add(path, "", f"{int((~ok).sum())} row(s) with a missing or non-numeric value or a bad frame/person id; ignored")
+            report.add(
+                path,
+                "",
+                f"{int((~ok).sum())} row(s) with a missing or non-numeric value or a bad frame/person id; ignored",
+            )
         df = df[ok].astype({"frame_id": int, "person_id": int})
         for clip, n in df.groupby("video_id").size().items():
             if clip not in clips.index:
                 report.add(path, clip, f"{n} track row(s) of a clip in no manifest; ignored")
             elif not clips.at[clip, "kept"]:
-                report.add(path, clip, f"{n} track row(s) of a clip that is not kept ({clips.at[clip, 'why']}); ignored")
+                report.add(
+                    path, clip, f"{n} track row(s) of a clip that is not kept ({clips.at[clip, 'why']}); ignored"
+                )
         df = df[df["video_id"].isin(clips.index[clips["kept"]])]
         over = df["frame_id"] > df["video_id"].map(clips["frames"])
         for clip, n in df[over].groupby("video_id").size().items():
@@ -169,7 +186,9 @@ def keyframes(tracks: pd.DataFrame, clips: pd.DataFrame, report: Report) -> pd.D
         raw = g.iloc[i][BOX].to_numpy(dtype=float) / np.array([w, h, w, h], dtype=float)
         box = np.round(np.clip(raw, 0.0, 1.0), 3)
         if not (box[0] < box[2] and box[1] < box[3]):
-            report.add("tracks", clip, f"person {pid}: empty box at keyframe {int(f[i])} after normalising; no keyframe")
+            report.add(
+                "tracks", clip, f"person {pid}: empty box at keyframe {int(f[i])} after normalising; no keyframe"
+            )
             continue
         rows.append((clip, int(f[i]), *box.tolist(), int(pid)))
     return pd.DataFrame(rows, columns=["video_id", "frame_stamp", *BOX, "person_id"])
@@ -178,15 +197,45 @@ def keyframes(tracks: pd.DataFrame, clips: pd.DataFrame, report: Report) -> pd.D
 # ---------------------------------------------------------------- labels
 
 
+def _row_problems(
+    r, clips: pd.DataFrame, have_box: set, label_ids: set[int]
+) -> tuple[list[str], int | None, int | None]:
+    """Problems of one well-formed label row, and its person and action ids when they parse."""
+    probs = []
+    known = r.video_id in clips.index
+    kept = known and clips.at[r.video_id, "kept"]
+    if not known:
+        probs.append(f"unknown clip {r.video_id!r} (in no manifest)")
+    elif not kept:
+        probs.append(f"clip not kept ({clips.at[r.video_id, 'why']})")
+    if r.movie_or_real not in ("m", "r"):
+        probs.append(f"movie_or_real must be m or r, got {r.movie_or_real!r}")
+    elif known and r.movie_or_real != clips.at[r.video_id, "clip_type"]:
+        probs.append(f"movie_or_real {r.movie_or_real!r} but the clip type is {clips.at[r.video_id, 'clip_type']!r}")
+    pid = int(r.person_id) if r.person_id.isdigit() and int(r.person_id) > 0 else None
+    if pid is None:
+        probs.append(f"person_id {r.person_id!r} is not a positive integer")
+    aid = int(r.action) if re.fullmatch(r"-?\d+", r.action) else None
+    if aid is None:
+        probs.append(f"action {r.action!r} is not an integer")
+    elif aid not in label_ids:
+        probs.append(f"unknown action id {aid} (not in the label map)")
+    if kept and pid is not None and (r.video_id, pid) not in have_box:
+        probs.append(f"person {pid} has no box in {r.video_id}")
+    return probs, pid, aid
+
+
 def validate_labels(actions: pd.DataFrame, clips: pd.DataFrame, boxes: pd.DataFrame, label_ids: set[int]):
     """Check the label rows. Returns (valid rows, report DataFrame ``line,row,problem``, duplicates).
 
     Valid rows have ``line, video_id, person_id, action_id``. Each problem row is reported
-    once (all its problems joined by ``; ``); later exact duplicates are removed.
+    once (all its problems joined by ``; ``); later exact duplicates are removed and
+    reported; a person with more than MAX_ACTIONS actions has all its rows reported.
     """
     have_box = set(zip(boxes["video_id"], boxes["person_id"]))
     seen: dict[tuple, int] = {}
     valid, report, dups = [], [], 0
+    n_cols = len(labels.ACTIONS_COLUMNS)
     for r in actions.itertuples(index=False):
         key = (r.video_id, r.movie_or_real, r.person_id, r.action, r.fields)
         if key in seen:
@@ -194,43 +243,43 @@ def validate_labels(actions: pd.DataFrame, clips: pd.DataFrame, boxes: pd.DataFr
             dups += 1
             continue
         seen[key] = r.line
-        if r.fields != len(labels.ACTIONS_COLUMNS):
-            report.append((r.line, r.raw, f"{r.fields} fields, expected {len(labels.ACTIONS_COLUMNS)}"))
+        if r.fields != n_cols:
+            report.append((r.line, r.raw, f"{r.fields} fields, expected {n_cols}"))
             continue
-        probs = []
-        known = r.video_id in clips.index
-        if not known:
-            probs.append(f"unknown clip {r.video_id!r} (in no manifest)")
-        elif not clips.at[r.video_id, "kept"]:
-            probs.append(f"clip not kept ({clips.at[r.video_id, 'why']})")
-        if r.movie_or_real not in ("m", "r"):
-            probs.append(f"movie_or_real must be m or r, got {r.movie_or_real!r}")
-        elif known and r.movie_or_real != clips.at[r.video_id, "clip_type"]:
-            probs.append(f"movie_or_real {r.movie_or_real!r} but the clip type is {clips.at[r.video_id, 'clip_type']!r}")
-        pid = int(r.person_id) if r.person_id.isdigit() and int(r.person_id) > 0 else None
-        if pid is None:
-            probs.append(f"person_id {r.person_id!r} is not a positive integer")
-        aid = int(r.action) if re.fullmatch(r"-?\d+", r.action) else None
-        if aid is None:
-            probs.append(f"action {r.action!r} is not an integer")
-        elif aid not in label_ids:
-            probs.append(f"unknown action id {aid} (not in the label map)")
-        if known and clips.at[r.video_id, "kept"] and pid is not None and (r.video_id, pid) not in have_box:
-            probs.append(f"person {pid} has no box in {r.video_id}")
+        probs, pid, aid = _row_problems(r, clips, have_box, label_ids)
         if probs:
             report.append((r.line, r.raw, "; ".join(probs)))
         else:
             valid.append((r.line, r.raw, r.video_id, pid, aid))
     v = pd.DataFrame(valid, columns=["line", "raw", "video_id", "person_id", "action_id"])
+    v = v.astype({"line": int, "video_id": str, "person_id": int, "action_id": int})
     v["n"] = v.groupby(["video_id", "person_id"])["action_id"].transform("size")
     for r in v[v["n"] > MAX_ACTIONS].itertuples(index=False):
-        report.append((r.line, r.raw, f"person {r.person_id} in {r.video_id} has {r.n} actions (more than {MAX_ACTIONS}); all left out"))
+        report.append(
+            (
+                r.line,
+                r.raw,
+                f"person {r.person_id} in {r.video_id} has {r.n} actions (more than {MAX_ACTIONS}); all left out",
+            )
+        )
     v = v.loc[v["n"] <= MAX_ACTIONS, ["line", "video_id", "person_id", "action_id"]]
     rep = pd.DataFrame(sorted(report), columns=["line", "row", "problem"])
     return v.reset_index(drop=True), rep, dups
 
 
 # ---------------------------------------------------------------- writers
+
+
+def _check_frames(done_lists, assignment, report: Report) -> None:
+    for path in sorted(map(str, done_lists)):
+        try:
+            done = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+            bad = done[(done["status"] != "ok") & done["clip_id"].isin(assignment)]
+        except (OSError, KeyError, ValueError) as exc:
+            report.add(path, "", f"unreadable frames done list ({type(exc).__name__}: {exc})")
+            continue
+        for r in bad.itertuples(index=False):
+            report.add(path, r.clip_id, f"no frames for a clip in the {assignment[r.clip_id]} split ({r.reason})")
 
 
 def _lines(path: Path, lines: list[str]) -> None:
@@ -257,8 +306,13 @@ def run(
     seed: int = 42,
     ratios=(0.7, 0.1, 0.2),
     group_by: str = "clip",
+    frames: list | None = None,
 ) -> dict:
-    """Write the export into ``out_dir`` (see the module docstring and README); return a summary."""
+    """Write the export into ``out_dir`` (see the module docstring and README); return a summary.
+
+    ``frames``: optional done lists of :func:`microg4m.frames.run`; clips of the dataset
+    whose frames failed are listed in ``input_report.tsv``.
+    """
     if group_by not in ("clip", "source"):
         raise ValueError(f"export.split.group_by must be 'clip' or 'source', got {group_by!r}")
     splits.targets(1, ratios)  # validates the ratios before any work
@@ -271,14 +325,20 @@ def run(
     for c in sorted(set(kept.index) - set(boxes["video_id"])):
         report.add("tracks", c, "kept clip without any recorded person; no boxes")
 
-    _lines(out / "boxes.csv", [BOXES_HEADER] + [f"{_box_cells(r)},{r.person_id}" for r in boxes.itertuples(index=False)])
-    _lines(out / "annotation_template.csv", [",".join(labels.ACTIONS_COLUMNS)] + [
-        f"{r.video_id},{clips.at[r.video_id, 'clip_type']},{r.person_id}," for r in boxes.itertuples(index=False)
-    ])
+    _lines(
+        out / "boxes.csv", [BOXES_HEADER] + [f"{_box_cells(r)},{r.person_id}" for r in boxes.itertuples(index=False)]
+    )
+    _lines(
+        out / "annotation_template.csv",
+        [",".join(labels.ACTIONS_COLUMNS)]
+        + [f"{r.video_id},{clips.at[r.video_id, 'clip_type']},{r.person_id}," for r in boxes.itertuples(index=False)],
+    )
     _copy_bytes(Path(label_map), out / "label_map.pbtxt")
 
     summary = {"clips_kept": int(len(kept)), "persons": int(len(boxes)), "labels": False}
     have_labels = actions is not None and Path(actions).is_file()
+    if actions is not None and not have_labels:
+        report.add(actions, "", "actions file not found; annotation template only")
     ava = None
     if have_labels:
         valid, rep, dups = validate_labels(labels.read_actions(actions), clips, boxes, set(lmap["id"]))
@@ -312,8 +372,15 @@ def run(
 
     ds = clips.loc[sorted(assignment), ["clip_id", "clip_type"]]
     persons = ava[["video_id", "person_id"]].drop_duplicates() if ava is not None else boxes[["video_id", "person_id"]]
-    stats.write(out / "statistics", label_map=lmap, clips=ds, persons=persons, assignment=assignment,
-                ava=ava[["video_id", "person_id", "action_id"]] if ava is not None else None)
+    stats.write(
+        out / "statistics",
+        label_map=lmap,
+        clips=ds,
+        persons=persons,
+        assignment=assignment,
+        ava=ava[["video_id", "person_id", "action_id"]] if ava is not None else None,
+    )
+    _check_frames(frames or [], assignment, report)
     report.write(out / "input_report.tsv")
     summary["input_problems"] = len(report.rows)
     return summary

@@ -12,6 +12,7 @@ Frame lists: ``frame_lists/{train,val,test}.csv``, space-separated, header
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -59,8 +60,21 @@ def extract_clip(video: Path, out_dir: Path, clip: str, expected: int, jpeg_qual
     tmp = Path(tempfile.mkdtemp(prefix=f".{clip}.", dir=out_dir))
     try:
         run_ffmpeg(
-            ["-i", str(video), "-map", "0:v:0", "-fps_mode", "passthrough", "-q:v", str(jpeg_quality),
-             "-start_number", "1", "-f", "image2", str(tmp / f"{clip}_%06d.jpg")],
+            [
+                "-i",
+                str(video),
+                "-map",
+                "0:v:0",
+                "-fps_mode",
+                "passthrough",
+                "-q:v",
+                str(jpeg_quality),
+                "-start_number",
+                "1",
+                "-f",
+                "image2",
+                str(tmp / f"{clip}_%06d.jpg"),
+            ],
             str(video),
         )
         n = len(list(tmp.glob("*.jpg")))
@@ -80,13 +94,18 @@ def extract_clip(video: Path, out_dir: Path, clip: str, expected: int, jpeg_qual
             shutil.rmtree(tmp)
 
 
+def _clean(reason: str) -> str:
+    """One line, without ffmpeg's memory addresses (``[in#0 @ 0x55...]``), so reruns match."""
+    return " ".join(re.sub(r" @ 0x[0-9a-fA-F]+", "", reason).split())
+
+
 def run(
     manifest: str | os.PathLike,
     decisions: str | os.PathLike,
     out_dir: str | os.PathLike,
+    done: str | os.PathLike | None = None,
     *,
     jpeg_quality: int = 2,
-    done: str | os.PathLike | None = None,
 ) -> pd.DataFrame:
     """Extract the frames of every kept clip of one source.
 
@@ -96,7 +115,10 @@ def run(
     """
     manifest, out_dir = Path(manifest), Path(out_dir)
     done = Path(done) if done is not None else out_dir / f"{manifest.parent.name}.tsv"
-    clips = kept_clips(read_manifest(manifest), read_decisions(decisions))
+    try:
+        clips = kept_clips(read_manifest(manifest), read_decisions(decisions))
+    except (OSError, KeyError, ValueError) as exc:
+        raise ValueError(f"frames: cannot read {manifest} / {decisions}: {type(exc).__name__}: {exc}") from None
     rows = []
     for r in clips.itertuples(index=False):
         expected = int(r.frames) or CLIP_FRAMES
@@ -105,13 +127,15 @@ def run(
             rows.append([r.clip_id, n, "ok", ""])
         except (MediaError, OSError) as exc:
             print(f"frames: {r.clip_id}: {exc}", file=sys.stderr)
-            rows.append([r.clip_id, 0, "failed", str(exc).replace("\t", " ").replace("\n", " ")])
+            rows.append([r.clip_id, 0, "failed", _clean(str(exc))])
     df = pd.DataFrame(rows, columns=DONE_COLUMNS)
     write_tsv(done, df)
     return df
 
 
-def write_frame_lists(out_dir: str | os.PathLike, split_clips: Mapping[str, list[str]], frames: Mapping[str, int]) -> None:
+def write_frame_lists(
+    out_dir: str | os.PathLike, split_clips: Mapping[str, list[str]], frames: Mapping[str, int]
+) -> None:
     """``<out_dir>/{split}.csv`` for each split; ``frames``: clip -> frame count."""
     for split, clips in split_clips.items():
         lines = [FRAME_LIST_HEADER]

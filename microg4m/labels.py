@@ -27,7 +27,7 @@ LABEL_TYPES = ("PERSON_MOVEMENT", "OBJECT_MANIPULATION", "PERSON_INTERACTION")
 ACTIONS_COLUMNS = ["video_id", "movie_or_real", "person_id", "action"]  # released actions.csv
 TABLE_COLUMNS = ["id", "name", "label_type"]
 
-_FIELD = re.compile(r'^  (name|id|label_type): (.*)$')
+_FIELD = re.compile(r"^  (name|id|label_type): (.*)$")
 
 
 class LabelError(ValueError):

@@ -46,7 +46,7 @@ def build(downloads, trims, manifests, decisions, tracks) -> pd.DataFrame:
                 row["filter"] = dec.loc[cid, "reason"]
                 if keep:
                     n = int(persons.get(cid, 0))
-                    row["track"] = f"{n} persons"
+                    row["track"] = str(n)
                     row.update(status="kept", reason="" if n else "no person recorded by the tracker")
                 else:
                     row.update(status="rejected", reason=f"filter: {dec.loc[cid, 'reason']}")
@@ -61,7 +61,7 @@ def funnel_counts(ledger: pd.DataFrame) -> pd.DataFrame:
     src = ledger[ledger.level == "source"]
     clips = ledger[ledger.level == "clip"]
     kept = clips[clips.status == "kept"]
-    persons = kept["track"].str.extract(r"(\d+)")[0].fillna(0).astype(int).sum()
+    persons = pd.to_numeric(kept["track"], errors="coerce").fillna(0).astype(int).sum()
     counts = [("sources", len(src)), ("downloaded", int((src.status == "downloaded").sum())),
               ("failed", int((src.status == "failed").sum())), ("clips", len(clips)),
               ("kept", len(kept)), ("rejected", int((clips.status == "rejected").sum())),

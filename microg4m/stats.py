@@ -122,7 +122,9 @@ def write(
         cl = {c for c, s in assignment.items() if split in ("all", s)}
         n_rows = int(ava["video_id"].isin(cl).sum()) if ava is not None else 0
         rows.append((split, len(cl), int(persons["video_id"].isin(cl).sum()), n_rows))
-    _write_bom_csv(out / "split_result.csv", pd.DataFrame(rows, columns=["split", "video_count", "person_count", "row_count"]))
+    _write_bom_csv(
+        out / "split_result.csv", pd.DataFrame(rows, columns=["split", "video_count", "person_count", "row_count"])
+    )
 
     _plot_actions(out / "action_distribution.png", tables)
     _plot_persons(out / "persons_per_clip.png", tables)

@@ -19,6 +19,7 @@ person must be seen on and the minimum box area. Then the reference's record rul
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,6 +185,7 @@ def record_clip(refresh_outputs: Mapping[int, np.ndarray], n_frames: int, *, wid
 def make_tracker(botsort: Mapping | None = None, *, reid_weights=None, device="cpu"):
     """A new boxmot BotSort from the config's ``track.botsort`` settings."""
     from boxmot import BotSort
+    from boxmot.utils import logger as boxmot_log
 
     settings = {**BOTSORT, **(botsort or {})}
     unknown = set(settings) - _BOTSORT_KEYS
@@ -206,8 +208,16 @@ def make_tracker(botsort: Mapping | None = None, *, reid_weights=None, device="c
             from .detect import select_device
 
             device = select_device("auto")
-        return BotSort(use_embeddings=True, reid_weights=path, device=device, half=False, **kwargs)
-    return BotSort(use_embeddings=False, **kwargs)
+        kwargs.update(use_embeddings=True, reid_weights=path, device=device, half=False)
+    else:
+        kwargs["use_embeddings"] = False
+    # boxmot logs its settings at INFO on every construction: once per clip is noise
+    level = boxmot_log.level
+    boxmot_log.setLevel(logging.WARNING)
+    try:
+        return BotSort(**kwargs)
+    finally:
+        boxmot_log.setLevel(level)
 
 
 def track_frames(frames: Iterable[np.ndarray], detections: Mapping[int, np.ndarray], tracker,

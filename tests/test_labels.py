@@ -59,8 +59,11 @@ def test_actions_table_is_generated_from_the_label_map(tmp_path):
         ('item {\n  name: "a"\n  id: 1\n  label_type: RUNNING\n}', "unknown label_type"),
         ('item {\n  name: "a"\n  id: 1\n}', "without label_type"),
         ('item {\n  name: "a"\n  id: 1\n  label_type: PERSON_MOVEMENT\n', "not closed"),
-        ('item {\n  name: "a"\n  id: 1\n  label_type: PERSON_MOVEMENT\n}\n\n'
-         'item {\n  name: "b"\n  id: 1\n  label_type: PERSON_MOVEMENT\n}', "duplicate id"),
+        (
+            'item {\n  name: "a"\n  id: 1\n  label_type: PERSON_MOVEMENT\n}\n\n'
+            'item {\n  name: "b"\n  id: 1\n  label_type: PERSON_MOVEMENT\n}',
+            "duplicate id",
+        ),
         ("", "no items"),
     ],
 )
@@ -74,10 +77,18 @@ def test_bad_label_map_names_file_and_reason(tmp_path, text, message):
 
 def test_read_actions_rows_lines_and_bom(tmp_path):
     path = tmp_path / "actions.csv"
-    path.write_text("\ufeffvideo_id,movie_or_real,person_id,action\nA_000,r,1,12\n\nA_001, m ,2,17,9\n", encoding="utf-8")
+    path.write_text(
+        "\ufeffvideo_id,movie_or_real,person_id,action\nA_000,r,1,12\n\nA_001, m ,2,17,9\n", encoding="utf-8"
+    )
     df = labels.read_actions(path)
     assert df["line"].tolist() == [2, 4]
-    assert df.iloc[1][["video_id", "movie_or_real", "person_id", "action", "fields"]].tolist() == ["A_001", "m", "2", "17", 5]
+    assert df.iloc[1][["video_id", "movie_or_real", "person_id", "action", "fields"]].tolist() == [
+        "A_001",
+        "m",
+        "2",
+        "17",
+        5,
+    ]
     assert df.iloc[1]["raw"] == "A_001, m ,2,17,9"
 
 

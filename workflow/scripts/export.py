@@ -9,5 +9,6 @@ export.run(
     out_dir=snakemake.output[0],
     actions=snakemake.input.actions[0] if snakemake.input.actions else None,
     label_map=snakemake.input.label_map,
+    frames=list(snakemake.input.frames),
     **snakemake.params.split,
 )

