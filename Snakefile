@@ -5,6 +5,9 @@
 configfile: "config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/demo.smk"
 include: "workflow/rules/download.smk"
@@ -17,8 +20,8 @@ include: "workflow/rules/ledger.smk"
 
 
 rule all:
+    default_target: True
     input:
         rules.ledger.output,
         rules.export.output,
-        expand(R("previews/{src}.png"), src=SOURCES.index),
-    default_target: True
+        expand(R("previews/{unit}.png"), unit=UNITS),

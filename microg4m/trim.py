@@ -7,16 +7,17 @@ decoding: it has exactly 90 frames or it is dropped and recorded with the reason
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import cv2
+import pandas as pd
 
 from . import CLIP_SECONDS, media
-from .atomic import write_json
+from .atomic import write_tsv
+from .download import read_records
 from .manifest import clip_id, write_manifest
 
 
@@ -58,54 +59,64 @@ def _decode_check(path: Path) -> tuple[int, int, int]:
     return media.count_frames(path), width, height
 
 
-def run(download_record: str | os.PathLike, manifest: str | os.PathLike, status: str | os.PathLike, *,
-        fps: int = 30, max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> dict:
-    """Trim the source of a download record into ``clips/{src}/`` and write manifest + status."""
-    manifest, status = Path(manifest), Path(status)
-    record = json.loads(Path(download_record).read_text(encoding="utf-8"))
+STATUS_COLUMNS = ["source_id", "status", "reason", "clips", "dropped"]
+
+
+def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
+                max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> tuple[dict, list[dict]]:
+    """Trim the video of one download record into ``clip_dir``: (status row, manifest rows)."""
     source_id, clip_type = record["source_id"], record["clip_type"]
-    clip_dir = manifest.parent
-    clip_dir.mkdir(parents=True, exist_ok=True)
     for old in clip_dir.glob(f"{source_id}_*.mp4"):  # leftovers of an earlier run
         old.unlink()
-    rows: list[dict] = []
     if record["status"] != "ok":
-        result = {"status": "skipped", "reason": f"download failed: {record['reason']}", "clips": 0, "dropped": 0}
-    else:
-        video = Path(download_record).parent.parent / record["path"]
-        expected = CLIP_SECONDS * int(fps)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{source_id}.", dir=clip_dir.parent))
+        return {"source_id": source_id, "status": "skipped", "reason": f"download failed: {record['reason']}",
+                "clips": 0, "dropped": 0}, []
+    expected = CLIP_SECONDS * int(fps)
+    rows: list[dict] = []
+    tmp = Path(tempfile.mkdtemp(prefix=f".{source_id}.", dir=clip_dir))
+    try:
         try:
-            try:
-                segments = segment_source(video, tmp, source_id, fps=fps, max_height=max_height,
-                                          crf=crf, preset=preset)
-            except media.MediaError as exc:
-                segments, error = [], str(exc)
+            segments = segment_source(results / record["path"], tmp, source_id, fps=fps,
+                                      max_height=max_height, crf=crf, preset=preset)
+            error = None
+        except media.MediaError as exc:
+            segments, error = [], str(exc)
+        for seg in segments:
+            seq = int(seg.stem.rsplit("_", 1)[1])
+            frames, width, height = _decode_check(seg)
+            ok = frames == expected
+            if ok:
+                os.replace(seg, clip_dir / seg.name)
+                reason = ""
+            elif seg == segments[-1] and frames < expected:
+                reason = f"final clip shorter than {CLIP_SECONDS} s ({frames} frames)"
             else:
-                error = None
-            for seg in segments:
-                seq = int(seg.stem.rsplit("_", 1)[1])
-                frames, width, height = _decode_check(seg)
-                ok = frames == expected
-                if ok:
-                    os.replace(seg, clip_dir / seg.name)
-                    reason = ""
-                elif seg == segments[-1] and frames < expected:
-                    reason = f"final clip shorter than {CLIP_SECONDS} s ({frames} frames)"
-                else:
-                    reason = f"{frames} decoded frames, expected {expected}"
-                rows.append({"clip_id": clip_id(source_id, seq), "source_id": source_id,
-                             "clip_type": clip_type, "seq": seq, "start_s": seq * CLIP_SECONDS,
-                             "frames": frames, "width": width, "height": height,
-                             "status": "ok" if ok else "dropped", "reason": reason})
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        n_ok = sum(r["status"] == "ok" for r in rows)
-        if error and not n_ok:
-            result = {"status": "failed", "reason": error, "clips": 0, "dropped": len(rows)}
-        else:
-            reason = error or ("" if n_ok else f"no clip of {CLIP_SECONDS} s (source too short)")
-            result = {"status": "ok", "reason": reason, "clips": n_ok, "dropped": len(rows) - n_ok}
-    write_json(status, {"source_id": source_id, **result})
+                reason = f"{frames} decoded frames, expected {expected}"
+            rows.append({"clip_id": clip_id(source_id, seq), "source_id": source_id,
+                         "clip_type": clip_type, "seq": seq, "start_s": seq * CLIP_SECONDS,
+                         "frames": frames, "width": width, "height": height,
+                         "status": "ok" if ok else "dropped", "reason": reason})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    n_ok = sum(r["status"] == "ok" for r in rows)
+    if error and not n_ok:
+        status = {"status": "failed", "reason": error}
+    else:
+        status = {"status": "ok", "reason": error or ("" if n_ok else f"no clip of {CLIP_SECONDS} s (source too short)")}
+    return {"source_id": source_id, **status, "clips": n_ok, "dropped": len(rows) - n_ok}, rows
+
+
+def run(downloads: str | os.PathLike, manifest: str | os.PathLike, status: str | os.PathLike,
+        **settings) -> list[dict]:
+    """Trim every source of a download table into ``clips/{unit}/``; write manifest + status."""
+    downloads, manifest = Path(downloads), Path(manifest)
+    results = downloads.parent.parent
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    statuses, rows = [], []
+    for record in read_records(downloads):
+        st, clip_rows = trim_source(record, results, manifest.parent, **settings)
+        statuses.append(st)
+        rows.extend(clip_rows)
+    write_tsv(status, pd.DataFrame(statuses, columns=STATUS_COLUMNS))
     write_manifest(manifest, rows)
-    return result
+    return statuses

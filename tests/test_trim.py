@@ -1,7 +1,6 @@
 """Trim: exact 90-frame 30 fps clips from real footage of any rate and shape."""
 
-import json
-
+import pandas as pd
 import pytest
 
 from conftest import ffmpeg, get_footage
@@ -9,15 +8,19 @@ from microg4m import media, trim
 from microg4m.manifest import read_manifest
 
 
+def download_table(results, source_id, **fields):
+    (results / "download").mkdir(parents=True, exist_ok=True)
+    table = results / "download" / f"{source_id}.tsv"
+    pd.DataFrame([{"source_id": source_id, "clip_type": "r", **fields}]).to_csv(table, sep="\t", index=False)
+    return table
+
+
 def trim_video(tmp_path, video, source_id="src", **settings):
     """Write an ok download record for ``video`` and trim it; return the manifest."""
     results = tmp_path / "results"
-    (results / "download").mkdir(parents=True, exist_ok=True)
-    record = results / "download" / f"{source_id}.json"
-    record.write_text(json.dumps({"source_id": source_id, "clip_type": "r", "status": "ok",
-                                  "path": str(video.resolve()), "reason": ""}))
+    table = download_table(results, source_id, status="ok", path=str(video.resolve()), reason="")
     manifest = results / "clips" / source_id / "manifest.tsv"
-    result = trim.run(record, manifest, manifest.parent / "status.json", **settings)
+    result = trim.run(table, manifest, manifest.parent / "status.tsv", **settings)[0]
     return read_manifest(manifest), result
 
 
@@ -71,11 +74,9 @@ def test_max_height_scales_down(tmp_path):
 
 def test_failed_download_gives_no_clips(tmp_path):
     results = tmp_path / "results"
-    (results / "download").mkdir(parents=True)
-    rec = results / "download" / "gone.json"
-    rec.write_text(json.dumps({"source_id": "gone", "clip_type": "r", "status": "failed", "reason": "HTTP 404", "path": None}))
+    table = download_table(results, "gone", status="failed", reason="HTTP 404", path="")
     out = results / "clips" / "gone"
-    result = trim.run(rec, out / "manifest.tsv", out / "status.json")
+    result = trim.run(table, out / "manifest.tsv", out / "status.tsv")[0]
     assert result["status"] == "skipped" and "HTTP 404" in result["reason"]
     assert read_manifest(out / "manifest.tsv").empty
 

@@ -1,10 +1,9 @@
 """The built-in demo through Snakemake (real ffmpeg, real yt-dlp on local files)."""
 
-import json
-
 import pytest
 
 from microg4m import media
+from microg4m.download import read_records
 from microg4m.manifest import read_manifest
 from workflow import make_workdir, snakemake
 
@@ -18,7 +17,7 @@ def demo_through_trim(tmp_path_factory):
 
 def test_every_source_has_a_status_record(demo_through_trim):
     res = demo_through_trim / "results"
-    records = {p.stem: json.loads(p.read_text()) for p in (res / "download").glob("*.json")}
+    records = {p.stem: read_records(p)[0] for p in (res / "download").glob("*.tsv")}
     assert set(records) == {"dancer", "pianist", "zidane", "scenecut", "noperson", "short", "carphone", "missing"}
     assert records["missing"]["status"] == "failed"
     assert "Connection refused" in records["missing"]["reason"]
@@ -34,7 +33,7 @@ def test_downloadable_sources_have_exact_clips(demo_through_trim):
         assert len(ok) == n, src
         for clip in ok.clip_id:
             assert media.count_frames(res / "clips" / src / f"{clip}.mp4") == 90
-    status = json.loads((res / "clips" / "missing" / "status.json").read_text())
+    status = read_records(res / "clips" / "missing" / "status.tsv")[0]
     assert status["status"] == "skipped" and "download failed" in status["reason"]
 
 

@@ -1,10 +1,9 @@
-import sys
 from pathlib import Path
 
 from snakemake.utils import validate
 
-from microg4m.sources import load_sources, normalize_url
 from microg4m import demo as _demo
+from microg4m.sources import load_sources, normalize_url
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 
@@ -14,8 +13,25 @@ SOURCES = load_sources(config["sources"])
 RESULTS = config["results"]
 
 
+def make_units(ids, per_job):
+    """Job units: each source alone (per_job 1), else consecutive batches of sources.
+
+    Batches keep the DAG small for tables of 10^4 sources; appending sources to the
+    table changes only the last batch.
+    """
+    if per_job == 1:
+        return {sid: [sid] for sid in ids}
+    return {
+        f"batch{i // per_job:05d}": list(ids[i : i + per_job])
+        for i in range(0, len(ids), per_job)
+    }
+
+
+UNITS = make_units(list(SOURCES.index), config["sources_per_job"])
+
+
 wildcard_constraints:
-    src="[A-Za-z0-9_-]+",
+    unit="[A-Za-z0-9_-]+",
     name="|".join(_demo.RECIPES),
 
 
@@ -24,10 +40,34 @@ def R(path):
     return f"{RESULTS}/{path}"
 
 
+def unit_sources(wildcards):
+    """The sources of a unit, as the download stage takes them."""
+    rows = SOURCES.loc[UNITS[wildcards.unit], ["source_id", "url", "clip_type"]]
+    return rows.to_dict("records")
+
+
 def local_source_input(wildcards):
-    """Declare a local source file as input when it exists or a rule makes it (demo)."""
-    _, local = normalize_url(SOURCES.loc[wildcards.src, "url"])
-    if local is None:
-        return []
-    demo_target = local.parent.as_posix() == "resources/demo" and local.stem in _demo.RECIPES
-    return [str(local)] if demo_target or local.is_file() else []
+    """Declare local source files as input when they exist or a rule makes them (demo)."""
+    files = []
+    for sid in UNITS[wildcards.unit]:
+        _, local = normalize_url(SOURCES.loc[sid, "url"])
+        if local is None:
+            continue
+        demo_target = (
+            local.parent.as_posix() == "resources/demo" and local.stem in _demo.RECIPES
+        )
+        if demo_target or local.is_file():
+            files.append(str(local))
+    return files
+
+
+def screening_input(wildcards):
+    """The manual screening file, when there is one (editing it re-runs the filter)."""
+    path = Path(config["filter"]["screening"])
+    return [str(path)] if path.is_file() else []
+
+
+def actions_input(wildcards):
+    """The human action labels, when there are any (editing them re-runs the export)."""
+    path = Path(config["export"]["actions"])
+    return [str(path)] if path.is_file() else []

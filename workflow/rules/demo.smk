@@ -4,5 +4,7 @@ rule demo_media:
         "resources/demo/{name}.mp4",
     log:
         "resources/demo/logs/{name}.log",
+    conda:
+        "../../envs/microg4m.yaml"
     script:
         "../scripts/demo_media.py"

@@ -1,17 +1,19 @@
 rule detect:
     """YOLO person detection on every frame of every clip of a source, batched, cached."""
     input:
-        R("clips/{src}/manifest.tsv"),
+        R("clips/{unit}/manifest.tsv"),
     output:
-        R("detections/{src}.parquet"),
-    params:
-        settings=config["detect"],
+        R("detections/{unit}.parquet"),
+    log:
+        R("logs/detect/{unit}.log"),
+    benchmark:
+        R("benchmarks/detect/{unit}.tsv")
+    conda:
+        "../../envs/microg4m.yaml"
+    threads: 2
     resources:
         gpu=1,
-    threads: 2
-    log:
-        R("logs/detect/{src}.log"),
-    benchmark:
-        R("benchmarks/detect/{src}.tsv")
+    params:
+        settings=config["detect"],
     script:
         "../scripts/detect.py"

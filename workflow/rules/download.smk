@@ -3,16 +3,17 @@ localrules:
 
 
 rule download:
-    """Fetch one source with yt-dlp (or link a local film); always writes a status record."""
+    """Fetch the sources of a unit with yt-dlp (or link local films); failures are rows too."""
     input:
         local_source_input,
     output:
-        R("download/{src}.json"),
-    params:
-        url=lambda wc: SOURCES.loc[wc.src, "url"],
-        clip_type=lambda wc: SOURCES.loc[wc.src, "clip_type"],
-        settings=config["download"],
+        R("download/{unit}.tsv"),
     log:
-        R("logs/download/{src}.log"),
+        R("logs/download/{unit}.log"),
+    conda:
+        "../../envs/microg4m.yaml"
+    params:
+        sources=unit_sources,
+        settings=config["download"],
     script:
         "../scripts/download.py"

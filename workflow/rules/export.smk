@@ -1,20 +1,16 @@
-def actions_input(wildcards):
-    path = Path(config["export"]["actions"])
-    return [str(path)] if path.is_file() else []
-
-
 rule frames:
     """JPEG frames of the kept clips of a source, for training."""
     input:
-        manifest=R("clips/{src}/manifest.tsv"),
-        decisions=R("filter/{src}.tsv"),
+        manifest=R("clips/{unit}/manifest.tsv"),
+        decisions=R("filter/{unit}.tsv"),
     output:
-        R("frames/{src}.tsv"),
-    params:
-        frames_dir=R("frames"),
-        jpeg_quality=config["export"]["jpeg_quality"],
+        R("frames/{unit}.tsv"),
     log:
-        R("logs/frames/{src}.log"),
+        R("logs/frames/{unit}.log"),
+    conda:
+        "../../envs/microg4m.yaml"
+    params:
+        jpeg_quality=config["export"]["jpeg_quality"],
     script:
         "../scripts/frames.py"
 
@@ -22,21 +18,28 @@ rule frames:
 rule export:
     """AVA CSVs, label map, annotation template, splits, frame lists and statistics."""
     input:
-        manifests=expand(R("clips/{src}/manifest.tsv"), src=SOURCES.index),
-        decisions=expand(R("filter/{src}.tsv"), src=SOURCES.index),
-        tracks=expand(R("tracks/{src}.csv"), src=SOURCES.index),
+        manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
+        decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
+        tracks=expand(R("tracks/{unit}.csv"), unit=UNITS),
         frames=(
-            expand(R("frames/{src}.tsv"), src=SOURCES.index)
+            expand(R("frames/{unit}.tsv"), unit=UNITS)
             if config["export"]["frames"]
             else []
         ),
         label_map=config["export"]["label_map"],
         actions=actions_input,
     output:
-        directory(R("export")),
-    params:
-        split=config["export"]["split"],
+        report(
+            directory(R("export")),
+            patterns=["statistics/{name}.png"],
+            caption="../report/statistics.rst",
+            category="3. Statistics",
+        ),
     log:
         R("logs/export.log"),
+    conda:
+        "../../envs/microg4m.yaml"
+    params:
+        split=config["export"]["split"],
     script:
         "../scripts/export.py"

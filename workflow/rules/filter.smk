@@ -1,20 +1,17 @@
-def screening_input(wildcards):
-    path = Path(config["filter"]["screening"])
-    return [str(path)] if path.is_file() else []
-
-
 rule scenes:
     """PySceneDetect cut frames of every clip of a source."""
     input:
-        R("clips/{src}/manifest.tsv"),
+        R("clips/{unit}/manifest.tsv"),
     output:
-        R("scenes/{src}.tsv"),
+        R("scenes/{unit}.tsv"),
+    log:
+        R("logs/scenes/{unit}.log"),
+    benchmark:
+        R("benchmarks/scenes/{unit}.tsv")
+    conda:
+        "../../envs/microg4m.yaml"
     params:
         settings=config["scenes"],
-    log:
-        R("logs/scenes/{src}.log"),
-    benchmark:
-        R("benchmarks/scenes/{src}.tsv")
     script:
         "../scripts/scenes.py"
 
@@ -22,15 +19,17 @@ rule scenes:
 rule filter:
     """Keep clips with enough person frames and no scene cut; every decision with its reason."""
     input:
-        manifest=R("clips/{src}/manifest.tsv"),
-        detections=R("detections/{src}.parquet"),
-        scenes=R("scenes/{src}.tsv"),
+        manifest=R("clips/{unit}/manifest.tsv"),
+        detections=R("detections/{unit}.parquet"),
+        scenes=R("scenes/{unit}.tsv"),
         screening=screening_input,
     output:
-        R("filter/{src}.tsv"),
+        R("filter/{unit}.tsv"),
+    log:
+        R("logs/filter/{unit}.log"),
+    conda:
+        "../../envs/microg4m.yaml"
     params:
         settings={k: v for k, v in config["filter"].items() if k != "screening"},
-    log:
-        R("logs/filter/{src}.log"),
     script:
         "../scripts/filter.py"

@@ -1,15 +1,24 @@
 rule ledger:
     """Every source and clip with its status per stage and the reason."""
     input:
-        downloads=expand(R("download/{src}.json"), src=SOURCES.index),
-        trims=expand(R("clips/{src}/status.json"), src=SOURCES.index),
-        manifests=expand(R("clips/{src}/manifest.tsv"), src=SOURCES.index),
-        decisions=expand(R("filter/{src}.tsv"), src=SOURCES.index),
-        tracks=expand(R("tracks/{src}.csv"), src=SOURCES.index),
+        downloads=expand(R("download/{unit}.tsv"), unit=UNITS),
+        trims=expand(R("clips/{unit}/status.tsv"), unit=UNITS),
+        manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
+        decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
+        tracks=expand(R("tracks/{unit}.csv"), unit=UNITS),
     output:
-        R("ledger.tsv"),
-        R("funnel.tsv"),
+        ledger=report(
+            R("ledger.tsv"), caption="../report/ledger.rst", category="1. Funnel"
+        ),
+        funnel=report(
+            R("funnel.tsv"), caption="../report/funnel.rst", category="1. Funnel"
+        ),
+        plot=report(
+            R("funnel.png"), caption="../report/funnel.rst", category="1. Funnel"
+        ),
     log:
         R("logs/ledger.log"),
+    conda:
+        "../../envs/microg4m.yaml"
     script:
         "../scripts/ledger.py"

@@ -1,15 +1,17 @@
 rule motion:
     """Optical-flow motion score and level of every clip of a source."""
     input:
-        R("clips/{src}/manifest.tsv"),
+        R("clips/{unit}/manifest.tsv"),
     output:
-        R("motion/{src}.tsv"),
+        R("motion/{unit}.tsv"),
+    log:
+        R("logs/motion/{unit}.log"),
+    benchmark:
+        R("benchmarks/motion/{unit}.tsv")
+    conda:
+        "../../envs/microg4m.yaml"
     params:
         settings=config["motion"],
-    log:
-        R("logs/motion/{src}.log"),
-    benchmark:
-        R("benchmarks/motion/{src}.tsv")
     script:
         "../scripts/motion.py"
 
@@ -17,25 +19,29 @@ rule motion:
 rule track:
     """Motion-adaptive BoT-SORT on the kept clips, from the detection cache."""
     input:
-        manifest=R("clips/{src}/manifest.tsv"),
-        detections=R("detections/{src}.parquet"),
-        decisions=R("filter/{src}.tsv"),
-        motion=R("motion/{src}.tsv"),
+        manifest=R("clips/{unit}/manifest.tsv"),
+        detections=R("detections/{unit}.parquet"),
+        decisions=R("filter/{unit}.tsv"),
+        motion=R("motion/{unit}.tsv"),
     output:
-        tracks=R("tracks/{src}.csv"),
+        tracks=R("tracks/{unit}.csv"),
         sheet=report(
-            R("previews/{src}.png"),
+            R("previews/{unit}.png"),
             caption="../report/contact_sheet.rst",
-            category="Contact sheets",
+            category="2. Contact sheets",
         ),
-    params:
-        settings={k: v for k, v in config["track"].items() if k != "previews"},
-        previews=lambda wc: R(f"previews/{wc.src}") if config["track"]["previews"] else None,
+    log:
+        R("logs/track/{unit}.log"),
+    benchmark:
+        R("benchmarks/track/{unit}.tsv")
+    conda:
+        "../../envs/microg4m.yaml"
     resources:
         gpu=1 if config["track"]["reid_weights"] else 0,
-    log:
-        R("logs/track/{src}.log"),
-    benchmark:
-        R("benchmarks/track/{src}.tsv")
+    params:
+        settings={k: v for k, v in config["track"].items() if k != "previews"},
+        previews=lambda wc: (
+            R(f"previews/{wc.unit}") if config["track"]["previews"] else None
+        ),
     script:
         "../scripts/track.py"

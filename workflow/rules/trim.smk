@@ -1,15 +1,17 @@
 rule trim:
     """Cut one source into exact 3 s / 30 fps / 90-frame clips in one ffmpeg pass."""
     input:
-        R("download/{src}.json"),
+        R("download/{unit}.tsv"),
     output:
-        manifest=R("clips/{src}/manifest.tsv"),
-        status=R("clips/{src}/status.json"),
+        manifest=R("clips/{unit}/manifest.tsv"),
+        status=R("clips/{unit}/status.tsv"),
+    log:
+        R("logs/trim/{unit}.log"),
+    benchmark:
+        R("benchmarks/trim/{unit}.tsv")
+    conda:
+        "../../envs/microg4m.yaml"
     params:
         settings=config["trim"],
-    log:
-        R("logs/trim/{src}.log"),
-    benchmark:
-        R("benchmarks/trim/{src}.tsv")
     script:
         "../scripts/trim.py"

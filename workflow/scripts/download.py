@@ -2,10 +2,4 @@ from microg4m import download
 from microg4m.smk import start
 
 start(snakemake)
-download.run(
-    snakemake.wildcards.src,
-    snakemake.params.url,
-    snakemake.params.clip_type,
-    snakemake.output[0],
-    **snakemake.params.settings,
-)
+download.run(snakemake.params.sources, snakemake.output[0], **snakemake.params.settings)

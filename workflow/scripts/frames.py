@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from microg4m import frames
 from microg4m.smk import start
 
@@ -5,7 +7,7 @@ start(snakemake)
 frames.run(
     snakemake.input.manifest,
     snakemake.input.decisions,
-    snakemake.params.frames_dir,
+    Path(snakemake.output[0]).parent,  # results/frames/<clip>/<clip>_%06d.jpg
     snakemake.output[0],
     jpeg_quality=snakemake.params.jpeg_quality,
 )

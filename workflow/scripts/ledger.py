@@ -8,6 +8,7 @@ ledger.run(
     manifests=list(snakemake.input.manifests),
     decisions=list(snakemake.input.decisions),
     tracks=list(snakemake.input.tracks),
-    ledger=snakemake.output[0],
-    funnel=snakemake.output[1],
+    ledger=snakemake.output.ledger,
+    funnel=snakemake.output.funnel,
+    funnel_plot=snakemake.output.plot,
 )

@@ -1,0 +1,29 @@
+"""Command-line options of the page (no Flask import: ``microg4m --help`` stays fast)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+ANNOTATOR = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results", default="results", help="results folder of a run (default: results)")
+    p.add_argument("--actions", default=None,
+                   help="actions CSV to write (default: annotations/actions.csv, "
+                        "or annotations/actions.NAME.csv with --annotator NAME)")
+    p.add_argument("--screening", default="annotations/screening_excluded.txt",
+                   help="screening file the filter reads (default: annotations/screening_excluded.txt)")
+    p.add_argument("--label-map", default="annotations/label_map.pbtxt")
+    p.add_argument("--annotator", default="", help="annotator name ([A-Za-z0-9_-]); selects the actions file")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=8765)
+
+
+def actions_path(args: argparse.Namespace) -> str:
+    if args.annotator and not ANNOTATOR.match(args.annotator):
+        raise ValueError(f"--annotator {args.annotator!r}: use 1-40 letters, digits, '_' or '-'")
+    if args.actions:
+        return args.actions
+    return f"annotations/actions.{args.annotator}.csv" if args.annotator else "annotations/actions.csv"

@@ -1,0 +1,436 @@
+// microg4m annotate: the page. State lives on the server (files on disk); this page
+// only shows it and sends one change at a time (see app.py for the API).
+"use strict";
+
+const S = {
+  state: null,      // /api/state
+  clip: null,       // /api/clips/<id>
+  images: [],       // Image per frame (index 0 = frame 1)
+  frame: 1, playing: false, acc: 0, lastT: null,
+  person: null,     // selected person id
+  search: "", active: 0,
+};
+const $ = (id) => document.getElementById(id);
+const labelById = new Map();
+
+// ------------------------------------------------------------------ server
+async function api(method, url, body) {
+  const opt = { method, headers: {} };
+  if (body !== undefined) {
+    opt.headers["Content-Type"] = "application/json";
+    opt.body = JSON.stringify(body);
+  }
+  const r = await fetch(url, opt);
+  const data = await r.json().catch(() => ({ error: `${r.status} ${r.statusText}` }));
+  if (!r.ok) {
+    toast(data.error || `${r.status} ${r.statusText}`);
+    throw new Error(data.error);
+  }
+  return data;
+}
+
+function toast(msg) {
+  const t = $("toast");
+  t.textContent = msg;
+  t.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => (t.hidden = true), 5000);
+}
+
+async function loadState() {
+  S.state = await api("GET", "/api/state");
+  for (const l of S.state.labels) labelById.set(l.id, l);
+  $("annotator").textContent = S.state.annotator ? `annotator: ${S.state.annotator}` : "";
+  $("files").textContent = `${S.state.actions_file} · ${S.state.screening_file}`;
+  const probs = $("problems");
+  probs.hidden = !S.state.problems.length;
+  probs.textContent = S.state.problems.join("\n");
+  renderProgress();
+  renderClipList();
+}
+
+// ------------------------------------------------------------------ clips
+function clipEntry(id) { return S.state.clips.find((c) => c.clip_id === id); }
+
+function visibleClips() {
+  const todo = $("todo-only").checked;
+  const cur = S.clip && S.clip.clip_id;
+  return S.state.clips.filter((c) => !todo || !c.done || c.clip_id === cur);
+}
+
+function renderProgress() {
+  $("progress-text").textContent = `${S.state.done} / ${S.state.total} clips done`;
+  $("progress").max = Math.max(1, S.state.total);
+  $("progress").value = S.state.done;
+}
+
+function renderClipList() {
+  const list = $("clip-list");
+  list.replaceChildren();
+  for (const c of visibleClips()) {
+    const d = document.createElement("div");
+    d.textContent = c.clip_id;
+    d.dataset.clip = c.clip_id;
+    d.title = `${c.labelled}/${c.persons.length} persons labelled` + (c.excluded ? ` · excluded: ${c.reason}` : "");
+    if (c.done) d.classList.add("done");
+    if (c.excluded) d.classList.add("excluded");
+    if (S.clip && c.clip_id === S.clip.clip_id) d.classList.add("current");
+    d.onclick = () => openClip(c.clip_id);
+    list.append(d);
+  }
+  if (!list.children.length) {
+    list.innerHTML = '<div class="empty">no clips</div>';
+  }
+  const cur = list.querySelector(".current");
+  if (cur) cur.scrollIntoView({ block: "nearest" });
+}
+
+async function openClip(id) {
+  const clip = await api("GET", `/api/clips/${encodeURIComponent(id)}`);
+  const same = S.clip && S.clip.clip_id === id;
+  S.clip = clip;
+  if (!same) {
+    const withBoxes = Object.keys(clip.boxes).map(Number);
+    S.frame = withBoxes.length ? Math.min(...withBoxes) : 1; // start where the boxes start
+    S.person = clip.persons.length ? clip.persons[0] : null;
+    S.search = "";
+    S.images = [];
+    for (let n = 1; n <= clip.frames; n++) {
+      const img = new Image();
+      img.onload = () => { if (n === S.frame) draw(); };
+      img.src = `/clip/${encodeURIComponent(id)}/frame/${n}.jpg`;
+      S.images.push(img);
+    }
+    const k = Math.max(1, Math.ceil(640 / clip.width));
+    $("canvas").width = clip.width * k;
+    $("canvas").height = clip.height * k;
+    history.replaceState(null, "", `#clip=${encodeURIComponent(id)}`);
+  } else if (!clip.persons.includes(S.person)) {
+    S.person = clip.persons.length ? clip.persons[0] : null;
+  }
+  updateEntry();
+  $("clip-id").textContent = id;
+  $("clip-meta").textContent = `${clip.clip_type === "m" ? "movie" : "real"} · ${clip.width}×${clip.height} · `
+    + `${clip.persons.length} person(s)` + (clip.kept ? "" : " · rejected by the filter as screened");
+  $("exclude").checked = clip.excluded;
+  if (!same || document.activeElement !== $("reason")) $("reason").value = clip.reason;
+  renderScreening();
+  renderPersons();
+  renderClipList();
+  draw();
+}
+
+function stepClip(delta) {
+  const list = visibleClips();
+  if (!list.length) return;
+  const i = S.clip ? list.findIndex((c) => c.clip_id === S.clip.clip_id) : -1;
+  const j = i < 0 ? 0 : Math.min(list.length - 1, Math.max(0, i + delta));
+  if (!S.clip || list[j].clip_id !== S.clip.clip_id) openClip(list[j].clip_id);
+}
+
+// local copy of the server's rule: done = excluded, or every person has an action
+function updateEntry() {
+  const e = clipEntry(S.clip.clip_id);
+  if (!e) return;
+  const was = e.done;
+  e.excluded = S.clip.excluded;
+  e.reason = S.clip.reason;
+  e.labelled = S.clip.persons.filter((p) => (S.clip.actions[p] || []).length).length;
+  e.done = e.excluded || (S.clip.persons.length > 0 && e.labelled === S.clip.persons.length);
+  S.clip.done = e.done;
+  if (was !== e.done) S.state.done += e.done ? 1 : -1;
+  renderProgress();
+}
+
+// ------------------------------------------------------------------ player
+function color(pid) { const c = S.state.colors; return c[(pid - 1) % c.length]; }
+
+function draw() {
+  const cv = $("canvas"), ctx = cv.getContext("2d");
+  const clip = S.clip;
+  if (!clip) return;
+  const k = cv.width / clip.width;
+  const img = S.images[S.frame - 1];
+  if (img && img.complete && img.naturalWidth) {
+    ctx.drawImage(img, 0, 0, cv.width, cv.height);
+  } else {
+    ctx.fillStyle = "#111"; ctx.fillRect(0, 0, cv.width, cv.height);
+    ctx.fillStyle = "#ccc"; ctx.font = "20px sans-serif"; ctx.fillText("loading…", 20, 40);
+  }
+  $("frame-no").textContent = `frame ${S.frame} / ${clip.frames}`;
+  if (!$("show-boxes").checked) return;
+  const base = Math.max(2, Math.round(Math.min(cv.width, cv.height) / 200));
+  const fpx = Math.max(12, Math.round(Math.min(cv.width, cv.height) / 28));
+  ctx.font = `bold ${fpx}px sans-serif`;
+  for (const [pid, x1, y1, x2, y2] of clip.boxes[S.frame] || []) {
+    const c = color(pid);
+    const lw = pid === S.person ? base * 2 : base;
+    ctx.strokeStyle = c; ctx.lineWidth = lw;
+    ctx.strokeRect(x1 * k, y1 * k, (x2 - x1) * k, (y2 - y1) * k);
+    const text = `Person ID: ${pid}`;
+    const tw = ctx.measureText(text).width + 8, th = fpx + 6;
+    const tx = Math.min(Math.max(0, x1 * k - lw / 2), cv.width - tw);
+    const ty = y1 * k - lw / 2 - th >= 0 ? y1 * k - lw / 2 - th : y1 * k + lw / 2;
+    ctx.fillStyle = c; ctx.fillRect(tx, ty, tw, th);
+    ctx.fillStyle = "#000"; ctx.fillText(text, tx + 4, ty + fpx);
+  }
+}
+
+function setFrame(n) {
+  const total = S.clip ? S.clip.frames : 1;
+  S.frame = Math.min(total, Math.max(1, n));
+  draw();
+}
+
+function setPlaying(on) {
+  S.playing = on && !!S.clip;
+  S.acc = 0; S.lastT = null;
+  $("play").textContent = S.playing ? "⏸ pause" : "▶ play";
+}
+
+function tick(t) {
+  if (S.playing && S.clip) {
+    if (S.lastT !== null) S.acc += ((t - S.lastT) / 1000) * 30 * Number($("speed").value);
+    S.lastT = t;
+    while (S.acc >= 1) {
+      S.acc -= 1;
+      let next = S.frame + 1;
+      if (next > S.clip.frames) {
+        if (!$("loop").checked) { setPlaying(false); break; }
+        next = 1;
+      }
+      const img = S.images[next - 1];
+      if (!img || !img.complete) { S.acc = 0; break; } // wait for the frame
+      S.frame = next;
+    }
+    draw();
+  }
+  requestAnimationFrame(tick);
+}
+
+function changeSpeed(delta) {
+  const sel = $("speed");
+  sel.selectedIndex = Math.min(sel.options.length - 1, Math.max(0, sel.selectedIndex + delta));
+}
+
+// ------------------------------------------------------------------ persons and actions
+function actionsOf(pid) { return S.clip.actions[pid] || []; }
+
+function renderPersons() {
+  const box = $("persons");
+  box.replaceChildren();
+  if (!S.clip.persons.length) {
+    box.innerHTML = '<div class="empty">No tracked person in this clip (tracks are made for kept clips only).</div>';
+    return;
+  }
+  for (const pid of S.clip.persons) {
+    const card = document.createElement("div");
+    card.className = "person" + (pid === S.person ? " selected" : "");
+    card.style.setProperty("--c", color(pid));
+    card.dataset.person = pid;
+    const mine = actionsOf(pid);
+    card.innerHTML = `<h3><span>Person ID: ${pid}</span><span class="count">${mine.length} / ${S.state.max_actions}</span></h3>`;
+    const chips = document.createElement("div");
+    chips.className = "chips";
+    for (const aid of mine) {
+      const l = labelById.get(aid);
+      const chip = document.createElement("span");
+      chip.className = "chip" + (l ? "" : " unknown");
+      chip.textContent = l ? l.name : `unknown id ${aid}`;
+      chip.title = `id ${aid}`;
+      const x = document.createElement("button");
+      x.textContent = "×";
+      x.title = "remove";
+      x.onclick = (ev) => { ev.stopPropagation(); change(pid, aid, "remove"); };
+      chip.append(x);
+      chips.append(chip);
+    }
+    card.append(chips);
+    if (pid === S.person) card.append(makePicker(pid));
+    card.onclick = () => { if (S.person !== pid) selectPerson(pid); };
+    box.append(card);
+  }
+}
+
+function makePicker(pid) {
+  const wrap = document.createElement("div");
+  wrap.className = "picker";
+  if (S.clip.excluded) {
+    wrap.innerHTML = '<div class="empty">Clip excluded: include it again to label.</div>';
+    return wrap;
+  }
+  const input = document.createElement("input");
+  input.type = "search";
+  input.id = "search";
+  input.placeholder = "search actions ( / )";
+  input.value = S.search;
+  input.oninput = () => { S.search = input.value; S.active = 0; renderList(pid); };
+  wrap.append(input);
+  const list = document.createElement("div");
+  list.className = "list";
+  list.id = "action-list";
+  wrap.append(list);
+  setTimeout(() => renderList(pid));
+  return wrap;
+}
+
+function matches() {
+  const q = S.search.trim().toLowerCase();
+  return S.state.labels.filter((l) => !q || l.name.toLowerCase().includes(q) || String(l.id) === q);
+}
+
+function renderList(pid) {
+  const list = $("action-list");
+  if (!list) return;
+  list.replaceChildren();
+  const found = matches();
+  S.active = Math.min(S.active, Math.max(0, found.length - 1));
+  const mine = actionsOf(pid);
+  const full = mine.length >= S.state.max_actions;
+  for (const type of S.state.label_types) {
+    const group = found.filter((l) => l.label_type === type);
+    if (!group.length) continue;
+    const h = document.createElement("h4");
+    h.textContent = type.replace("_", " ");
+    list.append(h);
+    for (const l of group) {
+      const lab = document.createElement("label");
+      const on = mine.includes(l.id);
+      lab.dataset.action = l.id;
+      if (found.indexOf(l) === S.active) lab.classList.add("active");
+      if (full && !on) lab.classList.add("full");
+      const cb = document.createElement("input");
+      cb.type = "checkbox";
+      cb.checked = on;
+      cb.onclick = (ev) => { ev.preventDefault(); change(pid, l.id, on ? "remove" : "add"); };
+      lab.append(cb, ` ${l.name}`);
+      lab.title = `id ${l.id}`;
+      list.append(lab);
+    }
+  }
+  if (!found.length) list.innerHTML = '<div class="empty">no action matches</div>';
+  const act = list.querySelector("label.active");
+  if (act) act.scrollIntoView({ block: "nearest" });
+}
+
+function selectPerson(pid) {
+  S.person = pid; S.search = ""; S.active = 0;
+  renderPersons();
+  draw();
+}
+
+function stepPerson(delta) {
+  const ps = S.clip ? S.clip.persons : [];
+  if (!ps.length) return;
+  const i = ps.indexOf(S.person);
+  selectPerson(ps[(i + delta + ps.length) % ps.length]);
+}
+
+async function change(pid, aid, op) {
+  const clipId = S.clip.clip_id;
+  const focus = document.activeElement && document.activeElement.id === "search";
+  const r = await api("POST", "/api/actions", { clip_id: clipId, person_id: pid, action: aid, op });
+  if (!S.clip || S.clip.clip_id !== clipId) return;
+  S.clip.actions[pid] = r.actions;
+  updateEntry();
+  renderPersons();
+  renderClipList();
+  if (focus && $("search")) { $("search").focus(); }
+}
+
+// ------------------------------------------------------------------ screening
+function renderScreening() {
+  $("screening").classList.toggle("excluded", S.clip.excluded);
+  $("screen-status").textContent = S.clip.excluded ? "excluded (the filter drops it on the next run)" : "";
+}
+
+async function sendScreening() {
+  const r = await api("POST", "/api/screening",
+    { clip_id: S.clip.clip_id, excluded: $("exclude").checked, reason: $("reason").value });
+  S.clip.excluded = r.excluded;
+  S.clip.reason = r.reason;
+  if (r.excluded) $("reason").value = r.reason;
+  updateEntry();
+  renderScreening();
+  renderPersons();
+  renderClipList();
+}
+
+// ------------------------------------------------------------------ keyboard
+function onKey(ev) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+  const t = ev.target;
+  if (t.id === "search") return searchKey(ev);
+  if (t.id === "reason") {
+    if (ev.key === "Escape" || ev.key === "Enter") t.blur(); // blur saves (change event)
+    return;
+  }
+  if (t.tagName === "INPUT" && t.type === "text") return;
+  const keys = {
+    " ": () => setPlaying(!S.playing),
+    ArrowLeft: () => { setPlaying(false); setFrame(S.frame - 1); },
+    ArrowRight: () => { setPlaying(false); setFrame(S.frame + 1); },
+    n: () => stepClip(1), p: () => stepClip(-1),
+    j: () => stepPerson(1), k: () => stepPerson(-1),
+    "/": () => focusSearch(), a: () => focusSearch(),
+    x: () => { $("exclude").checked = !$("exclude").checked; sendScreening(); if ($("exclude").checked) $("reason").focus(); },
+    u: () => { $("todo-only").checked = !$("todo-only").checked; renderClipList(); },
+    "-": () => changeSpeed(-1), "+": () => changeSpeed(1), "=": () => changeSpeed(1),
+    l: () => { $("loop").checked = !$("loop").checked; },
+    b: () => { $("show-boxes").checked = !$("show-boxes").checked; draw(); },
+  };
+  const fn = keys[ev.key];
+  if (!fn || !S.clip) return;
+  ev.preventDefault();
+  if (t.blur && t !== document.body) t.blur(); // a focused button must not also get the key
+  fn();
+}
+
+function focusSearch() {
+  const s = $("search");
+  if (s) { s.focus(); s.select(); }
+}
+
+function searchKey(ev) {
+  const found = matches();
+  if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+    ev.preventDefault();
+    S.active = Math.min(found.length - 1, Math.max(0, S.active + (ev.key === "ArrowDown" ? 1 : -1)));
+    renderList(S.person);
+  } else if (ev.key === "Enter") {
+    ev.preventDefault();
+    const l = found[S.active];
+    if (l) change(S.person, l.id, actionsOf(S.person).includes(l.id) ? "remove" : "add");
+  } else if (ev.key === "Escape") {
+    ev.preventDefault();
+    ev.target.blur();
+  }
+}
+
+// ------------------------------------------------------------------ start
+async function refresh() {
+  await loadState();
+  if (S.clip && clipEntry(S.clip.clip_id)) await openClip(S.clip.clip_id);
+}
+
+async function start() {
+  await loadState();
+  $("play").onclick = () => setPlaying(!S.playing);
+  $("step-back").onclick = () => { setPlaying(false); setFrame(S.frame - 1); };
+  $("step-fwd").onclick = () => { setPlaying(false); setFrame(S.frame + 1); };
+  $("prev-clip").onclick = () => stepClip(-1);
+  $("next-clip").onclick = () => stepClip(1);
+  $("show-boxes").onchange = draw;
+  $("todo-only").onchange = renderClipList;
+  $("exclude").onchange = sendScreening;
+  $("reason").onchange = () => { if ($("exclude").checked) sendScreening(); };
+  document.addEventListener("keydown", onKey);
+  window.addEventListener("focus", refresh); // another tab may have changed the files
+  const m = location.hash.match(/^#clip=(.+)$/);
+  const want = m && clipEntry(decodeURIComponent(m[1]));
+  const first = want || S.state.clips.find((c) => !c.done) || S.state.clips[0];
+  if (first) await openClip(first.clip_id);
+  requestAnimationFrame(tick);
+}
+
+start();

@@ -1,0 +1,191 @@
+"""The two files the page writes: the actions CSV and the screening file.
+
+State lives on disk only: every call re-reads the file under an exclusive lock on its
+folder (``flock``; other tabs, threads and ``annotate`` processes wait), changes it and
+writes it back atomically. A refused change raises :class:`Refused` and writes nothing.
+
+* actions: the released schema ``video_id,movie_or_real,person_id,action``; rows of
+  other clips and the order of existing rows are kept; a new row goes after the last
+  row of the same person (or clip), else at the end.
+* screening: one clip id per line as :func:`microg4m.filter.read_screening` reads it;
+  the reason is a trailing ``# reason`` comment; other lines and comments are kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import fcntl
+import io
+import os
+import re
+from pathlib import Path
+
+from ..atomic import write_text
+from ..export import MAX_ACTIONS
+from ..labels import ACTIONS_COLUMNS, LabelError, read_actions
+from .errors import Refused
+from .results import Results
+
+SCREENING_HEADER = "# Clips excluded by hand (one id per line; '# reason' after it). Read by the filter stage.\n"
+MAX_REASON = 200
+
+
+@contextlib.contextmanager
+def folder_lock(path: Path):
+    """Exclusive lock on the folder of ``path`` for a read-modify-write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+class Store:
+    def __init__(self, results: Results, actions: str | os.PathLike, screening: str | os.PathLike,
+                 label_ids: set[int]):
+        self.results = results
+        self.actions_path = Path(actions)
+        self.screening_path = Path(screening)
+        self.label_ids = set(label_ids)
+        self.read_rows()  # a broken file stops the page at start, not at the first click
+        self.excluded()
+
+    # ------------------------------------------------------------ actions
+    def read_rows(self) -> list[list[str]]:
+        """Rows ``[video_id, movie_or_real, person_id, action]`` as strings, checked."""
+        if not self.actions_path.is_file():
+            return []
+        try:
+            df = read_actions(self.actions_path)
+        except LabelError as exc:
+            raise Refused(500, f"{exc}; fix the file by hand") from None
+        rows = []
+        for r in df.itertuples(index=False):
+            if r.fields != len(ACTIONS_COLUMNS) or not r.person_id.isdigit() or not re.fullmatch(r"\d+", r.action):
+                raise Refused(500, f"{self.actions_path}:{r.line}: bad row {r.raw!r} (expected "
+                                   f"{','.join(ACTIONS_COLUMNS)} with integer person and action); fix it by hand")
+            rows.append([r.video_id, r.movie_or_real, str(int(r.person_id)), str(int(r.action))])
+        return rows
+
+    def actions(self, clip_id: str | None = None) -> dict[tuple[str, int], list[int]]:
+        """``(clip, person) -> [action ids]`` in file order, without repeats."""
+        out: dict[tuple[str, int], list[int]] = {}
+        for vid, _, pid, aid in self.read_rows():
+            if clip_id is None or vid == clip_id:
+                ids = out.setdefault((vid, int(pid)), [])
+                if int(aid) not in ids:
+                    ids.append(int(aid))
+        return out
+
+    def _check_person(self, clip_id: str, person_id) -> tuple:
+        clip = self.results.clip(clip_id)
+        if isinstance(person_id, bool) or not isinstance(person_id, int):
+            raise Refused(400, f"person_id must be an integer, got {person_id!r}")
+        if person_id not in self.results.persons(clip_id):
+            raise Refused(404, f"person {person_id} has no box in clip {clip_id}")
+        return clip, person_id
+
+    def _check_action(self, action) -> int:
+        if isinstance(action, bool) or not isinstance(action, int):
+            raise Refused(400, f"action must be an integer id, got {action!r}")
+        if action not in self.label_ids:
+            raise Refused(422, f"unknown action id {action} (not in the label map)")
+        return action
+
+    def add(self, clip_id: str, person_id, action) -> list[int]:
+        """Give the person one more action; returns the person's actions."""
+        clip, pid = self._check_person(clip_id, person_id)
+        aid = self._check_action(action)
+        with folder_lock(self.actions_path):
+            if clip_id in self.excluded():
+                raise Refused(409, f"clip {clip_id} is excluded; include it again before labelling")
+            rows = self.read_rows()
+            mine = [int(r[3]) for r in rows if r[0] == clip_id and r[2] == str(pid)]
+            if aid in mine:
+                return list(dict.fromkeys(mine))
+            if len(set(mine)) >= MAX_ACTIONS:
+                raise Refused(409, f"person {pid} in {clip_id} already has {MAX_ACTIONS} actions "
+                                   f"(the most allowed); remove one first")
+            same_person = [i for i, r in enumerate(rows) if r[0] == clip_id and r[2] == str(pid)]
+            same_clip = [i for i, r in enumerate(rows) if r[0] == clip_id]
+            at = (same_person or same_clip or [len(rows) - 1])[-1] + 1
+            rows.insert(at, [clip_id, clip.clip_type, str(pid), str(aid)])
+            self._write_rows(rows)
+            return list(dict.fromkeys(mine + [aid]))
+
+    def remove(self, clip_id: str, person_id, action) -> list[int]:
+        """Take an action from the person (every row of it); returns the person's actions.
+
+        Any integer is accepted, so that an id typed by hand outside the label map can go.
+        """
+        _, pid = self._check_person(clip_id, person_id)
+        if isinstance(action, bool) or not isinstance(action, int):
+            raise Refused(400, f"action must be an integer id, got {action!r}")
+        aid = action
+        with folder_lock(self.actions_path):
+            rows = self.read_rows()
+            keep = [r for r in rows if not (r[0] == clip_id and r[2] == str(pid) and r[3] == str(aid))]
+            if len(keep) != len(rows):
+                self._write_rows(keep)
+            return list(dict.fromkeys(int(r[3]) for r in keep if r[0] == clip_id and r[2] == str(pid)))
+
+    def _write_rows(self, rows: list[list[str]]) -> None:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(ACTIONS_COLUMNS)
+        w.writerows(rows)
+        write_text(self.actions_path, buf.getvalue())
+
+    # ------------------------------------------------------------ screening
+    def _screening_lines(self) -> list[str]:
+        if not self.screening_path.is_file():
+            return []
+        try:
+            return self.screening_path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Refused(500, f"{self.screening_path}: cannot read ({exc})") from None
+
+    @staticmethod
+    def _split(line: str) -> tuple[str, str]:
+        """``(clip id, reason)`` of a screening line, as the filter reads the id."""
+        body, _, comment = line.partition("#")
+        return body.strip(), comment.strip()
+
+    def excluded(self) -> dict[str, str]:
+        """Excluded clip id -> reason ('' when none)."""
+        out = {}
+        for line in self._screening_lines():
+            cid, why = self._split(line)
+            if cid:
+                out.setdefault(cid, why)
+        return out
+
+    def set_excluded(self, clip_id: str, excluded, reason="") -> dict:
+        """Exclude a clip (with a reason) or include it again."""
+        self.results.clip(clip_id)
+        if not isinstance(excluded, bool):
+            raise Refused(400, f"excluded must be true or false, got {excluded!r}")
+        if not isinstance(reason, str):
+            raise Refused(400, f"reason must be a string, got {reason!r}")
+        reason = " ".join(reason.split())
+        if len(reason) > MAX_REASON:
+            raise Refused(422, f"reason is {len(reason)} characters long (at most {MAX_REASON})")
+        with folder_lock(self.screening_path):
+            lines = self._screening_lines()
+            others = [ln for ln in lines if self._split(ln)[0] != clip_id]
+            if excluded:
+                mine = f"{clip_id}  # {reason}" if reason else clip_id
+                at = next((i for i, ln in enumerate(lines) if self._split(ln)[0] == clip_id), None)
+                if at is None:
+                    new = (others or [SCREENING_HEADER.rstrip("\n")]) + [mine]
+                else:  # replace in place (first occurrence), drop repeats
+                    before = [ln for ln in lines[:at] if self._split(ln)[0] != clip_id]
+                    new = before + [mine] + [ln for ln in lines[at + 1:] if self._split(ln)[0] != clip_id]
+            else:
+                new = others
+            if new != lines:
+                write_text(self.screening_path, "".join(f"{ln}\n" for ln in new))
+        return {"clip_id": clip_id, "excluded": excluded, "reason": reason if excluded else ""}

@@ -1,0 +1,388 @@
+"""The annotation page's files and API: saving, refusing, and what the workflow reads back.
+
+Real files on disk and the real Flask app; the small results folder is written here
+(manifests, filter decisions, tracks) so that no YOLO run is needed.
+"""
+
+from __future__ import annotations
+
+import http.client
+import threading
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from microg4m import filter as clip_filter
+from microg4m import labels
+from microg4m.annotate.app import create_app
+from microg4m.annotate.errors import Refused
+from microg4m.annotate.results import Results
+from microg4m.annotate.store import Store
+from microg4m.cli import main as cli_main
+from microg4m.manifest import write_manifest
+
+REPO = Path(__file__).resolve().parents[1]
+LABEL_MAP = REPO / "annotations" / "label_map.pbtxt"
+LABEL_IDS = set(labels.read_label_map(LABEL_MAP)["id"])
+# clip -> persons -> (first frame, box); every box lasts to frame 90
+TRACKS = {
+    "dancer_000": {1: (1, (40, 40, 150, 280)), 2: (20, (180, 60, 300, 290))},
+    "dancer_001": {1: (1, (60, 30, 200, 300))},
+    "film_000": {1: (1, (50, 50, 250, 300))},
+    "film_001": {1: (1, (20, 20, 120, 200))},
+}
+
+
+def build_results(root: Path, clip_maker=None, size=(320, 306)) -> Path:
+    """A results folder: source ``dancer`` (real) and ``film`` (movie).
+
+    Kept: dancer_000 (persons 1, 2), dancer_001, film_000; dancer_002 rejected
+    (few_persons); film_001 rejected as screened. ``clip_maker(path)`` writes the mp4s
+    of the clips on the page (returns its frame size) when given.
+    """
+    for src, ctype, clips in (("dancer", "r", ["dancer_000", "dancer_001", "dancer_002"]),
+                              ("film", "m", ["film_000", "film_001"])):
+        folder = root / "clips" / src
+        folder.mkdir(parents=True)
+        w, h = size
+        for clip in clips:
+            if clip_maker and clip in TRACKS:
+                w, h = clip_maker(folder / f"{clip}.mp4")
+        write_manifest(folder / "manifest.tsv", [
+            dict(clip_id=c, source_id=src, clip_type=ctype, seq=i, start_s=3 * i, frames=90, width=w, height=h,
+                 status="ok", reason="") for i, c in enumerate(clips)])
+        decisions = {"dancer_002": ("0", "few_persons"), "film_001": ("0", "screened")}
+        (root / "filter").mkdir(exist_ok=True)
+        (root / "filter" / f"{src}.tsv").write_text("clip_id\tperson_share\tcuts\tkeep\treason\n" + "".join(
+            f"{c}\t1.0000\t\t{decisions.get(c, ('1', 'kept'))[0]}\t{decisions.get(c, ('1', 'kept'))[1]}\n"
+            for c in clips))
+        rows = ["video_id,frame_id,person_id,xmin,ymin,xmax,ymax,conf"]
+        for clip in clips:
+            if clip == "film_001":
+                continue  # the track stage only tracks kept clips
+            for pid, (first, box) in TRACKS.get(clip, {}).items():
+                rows += [f"{clip},{f},{pid},{','.join(f'{v:.2f}' for v in box)},0.9000" for f in range(first, 91)]
+        (root / "tracks").mkdir(exist_ok=True)
+        (root / "tracks" / f"{src}.csv").write_text("\n".join(rows) + "\n")
+    return root
+
+
+@pytest.fixture
+def work(tmp_path):
+    res = build_results(tmp_path / "results")
+    ann = tmp_path / "annotations"
+    return res, ann / "actions.csv", ann / "screening_excluded.txt"
+
+
+@pytest.fixture
+def store(work):
+    res, actions, screening = work
+    return Store(Results(res), actions, screening, LABEL_IDS)
+
+
+def snapshot(*paths: Path) -> list:
+    return [p.read_bytes() if p.exists() else None for p in paths]
+
+
+# ---------------------------------------------------------------- actions file
+
+
+def test_add_writes_released_schema_and_survives_a_new_store(store, work):
+    res, actions, screening = work
+    assert store.add("dancer_000", 1, 12) == [12]
+    assert store.add("film_000", 1, 79) == [79]
+    assert store.add("dancer_000", 2, 14) == [14]
+    assert store.add("dancer_000", 1, 17) == [12, 17]  # goes after person 1's row
+    assert actions.read_text() == ("video_id,movie_or_real,person_id,action\n"
+                                   "dancer_000,r,1,12\ndancer_000,r,1,17\ndancer_000,r,2,14\nfilm_000,m,1,79\n")
+    df = labels.read_actions(actions)  # the reader the export uses
+    assert df["movie_or_real"].tolist() == ["r", "r", "r", "m"]
+    again = Store(Results(res), actions, screening, LABEL_IDS)  # state lives on disk
+    assert again.actions() == {("dancer_000", 1): [12, 17], ("dancer_000", 2): [14], ("film_000", 1): [79]}
+    assert list(actions.parent.glob(".*")) == []  # no temporary file left behind
+
+
+def test_add_twice_is_a_no_op_and_remove_takes_every_copy(store, work):
+    _, actions, _ = work
+    actions.parent.mkdir(parents=True)
+    # a hand-made file: another run's clip and a repeated row are kept as written
+    actions.write_text("video_id,movie_or_real,person_id,action\nother_001,m,3,80\n"
+                       "dancer_000,r,1,12\ndancer_000,r,1,12\n")
+    before = actions.read_bytes()
+    assert store.add("dancer_000", 1, 12) == [12]
+    assert actions.read_bytes() == before
+    assert store.remove("dancer_000", 1, 12) == []
+    assert actions.read_text() == "video_id,movie_or_real,person_id,action\nother_001,m,3,80\n"
+    assert store.remove("dancer_000", 1, 12) == []  # nothing left to remove: no error
+
+
+def test_sixth_action_is_refused_and_nothing_written(store, work):
+    _, actions, _ = work
+    for aid in (11, 12, 14, 17, 79):
+        store.add("dancer_000", 1, aid)
+    before = snapshot(actions)
+    with pytest.raises(Refused, match="already has 5 actions") as exc:
+        store.add("dancer_000", 1, 43)
+    assert exc.value.status == 409
+    assert snapshot(actions) == before
+    assert store.add("dancer_000", 1, 79) == [11, 12, 14, 17, 79]  # one it already has: fine
+
+
+@pytest.mark.parametrize("clip, person, action, status, message", [
+    ("dancer_000", 1, 2, 422, "unknown action id 2"),
+    ("dancer_000", 1, "12", 400, "action must be an integer"),
+    ("dancer_000", 1, True, 400, "action must be an integer"),
+    ("dancer_000", 3, 12, 404, "person 3 has no box in clip dancer_000"),
+    ("dancer_000", "1", 12, 400, "person_id must be an integer"),
+    ("nope_000", 1, 12, 404, "unknown clip 'nope_000'"),
+    ("dancer_002", 1, 12, 404, "unknown clip 'dancer_002'"),  # rejected by the filter
+    ("../../etc/passwd", 1, 12, 404, "unknown clip"),
+    (None, 1, 12, 404, "unknown clip None"),
+])
+def test_bad_labels_are_refused_and_nothing_written(store, work, clip, person, action, status, message):
+    _, actions, screening = work
+    with pytest.raises(Refused, match=message) as exc:
+        store.add(clip, person, action)
+    assert exc.value.status == status
+    assert snapshot(actions, screening) == [None, None]
+
+
+def test_a_broken_actions_file_stops_the_page_at_start(work):
+    res, actions, screening = work
+    actions.parent.mkdir(parents=True)
+    actions.write_text("video_id,movie_or_real,person_id,action\ndancer_000,r,one,12\n")
+    before = actions.read_bytes()
+    with pytest.raises(ValueError, match=r"actions.csv:2: bad row .*fix it by hand"):
+        Store(Results(res), actions, screening, LABEL_IDS)
+    actions.write_text("clip,person\n")
+    with pytest.raises(ValueError, match="header clip,person, expected video_id"):
+        Store(Results(res), actions, screening, LABEL_IDS)
+    actions.write_bytes(before)
+    assert actions.read_bytes() == before
+
+
+def test_concurrent_writers_lose_nothing(work):
+    """Two stores (as two annotate processes or tabs) adding at once: every row lands."""
+    res, actions, screening = work
+    stores = [Store(Results(res), actions, screening, LABEL_IDS) for _ in range(2)]
+    jobs = [(stores[0], "dancer_000", 1, a) for a in (11, 12, 14, 17, 79)]
+    jobs += [(stores[1], "dancer_001", 1, a) for a in (11, 12, 14, 17, 79)]
+    threads = [threading.Thread(target=s.add, args=(c, p, a)) for s, c, p, a in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = stores[0].actions()
+    assert sorted(got[("dancer_000", 1)]) == sorted(got[("dancer_001", 1)]) == [11, 12, 14, 17, 79]
+
+
+# ---------------------------------------------------------------- screening file
+
+
+def test_exclusions_keep_comments_and_the_filter_reads_them(store, work):
+    _, actions, screening = work
+    screening.parent.mkdir(parents=True)
+    screening.write_text("# screened by hand\nold_007\n\n")
+    store.set_excluded("dancer_001", True, "camera  shake\n(blurry)")
+    store.set_excluded("film_000", True, "")
+    assert screening.read_text() == "# screened by hand\nold_007\n\ndancer_001  # camera shake (blurry)\nfilm_000\n"
+    assert clip_filter.read_screening(screening) == {"old_007", "dancer_001", "film_000"}
+    store.set_excluded("dancer_001", True, "out of focus #2")  # new reason, same place
+    assert screening.read_text().splitlines()[3] == "dancer_001  # out of focus #2"
+    assert store.excluded() == {"old_007": "", "dancer_001": "out of focus #2", "film_000": ""}
+    store.set_excluded("dancer_001", False)
+    assert screening.read_text() == "# screened by hand\nold_007\n\nfilm_000\n"
+    assert clip_filter.read_screening(screening) == {"old_007", "film_000"}
+    assert not actions.exists()
+
+
+def test_excluded_clip_refuses_labels_and_screened_clip_can_come_back(store, work):
+    _, actions, screening = work
+    store.set_excluded("dancer_000", True, "no action")
+    with pytest.raises(Refused, match="dancer_000 is excluded") as exc:
+        store.add("dancer_000", 1, 12)
+    assert exc.value.status == 409 and not actions.exists()
+    # film_001 was rejected as screened by the filter: on the page, so it can be included again
+    film = store.results.clip("film_001")
+    assert not film.kept and store.results.persons("film_001") == []
+    store.set_excluded("film_001", True, "dark")
+    store.set_excluded("film_001", False)
+    assert clip_filter.read_screening(screening) == {"dancer_000"}
+
+
+@pytest.mark.parametrize("clip, excluded, reason, status, message", [
+    ("dancer_000", "yes", "", 400, "excluded must be true or false"),
+    ("dancer_000", True, 3, 400, "reason must be a string"),
+    ("dancer_000", True, "x" * 201, 422, "reason is 201 characters long"),
+    ("dancer_002", True, "", 404, "unknown clip"),
+    ("..", True, "", 404, "unknown clip"),
+])
+def test_bad_exclusions_are_refused_and_nothing_written(store, work, clip, excluded, reason, status, message):
+    _, actions, screening = work
+    with pytest.raises(Refused, match=message) as exc:
+        store.set_excluded(clip, excluded, reason)
+    assert exc.value.status == status
+    assert snapshot(actions, screening) == [None, None]
+
+
+# ---------------------------------------------------------------- HTTP API
+
+
+@pytest.fixture(scope="module")
+def clip_video(tmp_path_factory):
+    """One real H.264 clip (90 frames, dancer footage, 320 px wide) and its frame size."""
+    from conftest import get_footage, make_clip
+
+    out = make_clip(get_footage("dancer"), tmp_path_factory.mktemp("clip") / "c.mp4",
+                    extra=("-vf", "scale=320:-2"))
+    cap = cv2.VideoCapture(str(out))
+    size = (int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+    cap.release()
+    return out, size
+
+
+@pytest.fixture
+def client(tmp_path, clip_video):
+    video, size = clip_video
+
+    def copy(path: Path):
+        path.write_bytes(video.read_bytes())
+        return size
+
+    res = build_results(tmp_path / "results", clip_maker=copy, size=size)
+    ann = tmp_path / "annotations"
+    app = create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"), str(LABEL_MAP), "ann1")
+    return app.test_client(), ann
+
+
+def post(client, url, body):
+    return client.post(url, json=body)
+
+
+def test_api_state_clip_and_changes(client):
+    c, ann = client
+    st = c.get("/api/state").get_json()
+    assert [x["clip_id"] for x in st["clips"]] == ["dancer_000", "dancer_001", "film_000", "film_001"]
+    assert (st["done"], st["total"], st["annotator"], len(st["labels"])) == (0, 4, "ann1", 50)
+    assert st["colors"][0] == "rgb(255,200,0)"  # preview.PALETTE[0] is BGR (0, 200, 255)
+    clip = c.get("/api/clips/dancer_000").get_json()
+    assert clip["persons"] == [1, 2] and clip["boxes"]["1"] == [[1, 40, 40, 150, 280]]
+    assert clip["boxes"]["20"] == [[1, 40, 40, 150, 280], [2, 180, 60, 300, 290]]
+    r = post(c, "/api/actions", {"clip_id": "dancer_000", "person_id": 1, "action": 12, "op": "add"})
+    assert r.status_code == 200 and r.get_json()["actions"] == [12]
+    post(c, "/api/actions", {"clip_id": "dancer_000", "person_id": 2, "action": 14, "op": "add"})
+    post(c, "/api/screening", {"clip_id": "dancer_001", "excluded": True, "reason": "blurry"})
+    st = c.get("/api/state").get_json()
+    assert st["done"] == 2  # dancer_000 (both persons labelled) and dancer_001 (excluded)
+    assert c.get("/api/clips/dancer_000").get_json()["actions"] == {"1": [12], "2": [14]}
+    assert (ann / "actions.csv").read_text().splitlines()[1:] == ["dancer_000,r,1,12", "dancer_000,r,2,14"]
+    assert (ann / "screening_excluded.txt").read_text().splitlines()[-1] == "dancer_001  # blurry"
+
+
+def test_frames_are_the_clips_frames(client, clip_video, tmp_path):
+    c, _ = client
+    r = c.get("/clip/dancer_000/frame/45.jpg")
+    assert r.status_code == 200 and r.mimetype == "image/jpeg"
+    got = cv2.imdecode(np.frombuffer(r.data, np.uint8), cv2.IMREAD_COLOR)
+    cap = cv2.VideoCapture(str(clip_video[0]))
+    cap.set(cv2.CAP_PROP_POS_FRAMES, 44)
+    want = cap.read()[1]
+    cap.release()
+    assert got.shape == want.shape and np.abs(got.astype(int) - want).mean() < 4  # JPEG loss only
+    other = cv2.imdecode(np.frombuffer(c.get("/clip/dancer_000/frame/1.jpg").data, np.uint8), cv2.IMREAD_COLOR)
+    assert np.abs(other.astype(int) - want).mean() > np.abs(got.astype(int) - want).mean()
+    assert c.get("/clip/dancer_000.mp4").data == clip_video[0].read_bytes()
+    (tmp_path / "results" / "clips" / "dancer" / "dancer_001.mp4").unlink()
+    r = c.get("/clip/dancer_001/frame/1.jpg")
+    assert r.status_code == 404 and r.get_json()["error"] == "clip file dancer_001.mp4 not found"
+
+
+@pytest.mark.parametrize("method, url, body, status, message", [
+    ("post", "/api/actions", {"clip_id": "dancer_000", "person_id": 1, "action": 2, "op": "add"}, 422,
+     "unknown action id 2"),
+    ("post", "/api/actions", {"clip_id": "nope_000", "person_id": 1, "action": 12, "op": "add"}, 404, "unknown clip"),
+    ("post", "/api/actions", {"clip_id": "dancer_000", "person_id": 9, "action": 12, "op": "add"}, 404,
+     "person 9 has no box"),
+    ("post", "/api/actions", {"clip_id": "dancer_000", "person_id": 1, "action": 12, "op": "set"}, 400,
+     "op must be"),
+    ("post", "/api/actions", ["dancer_000", 1, 12], 400, "expected a JSON object"),
+    ("post", "/api/screening", {"clip_id": "dancer_000", "excluded": 1}, 400, "excluded must be true or false"),
+    ("post", "/api/screening", {"clip_id": "../results", "excluded": True}, 404, "unknown clip"),
+    ("get", "/api/clips/nope_000", None, 404, "unknown clip 'nope_000'"),
+    ("get", "/api/clips/..%2F..%2Fetc%2Fpasswd", None, 404, "no such page"),
+    ("get", "/clip/..%2F..%2Fetc%2Fpasswd.mp4", None, 404, "no such page"),
+    ("get", "/clip/dancer_002.mp4", None, 404, "unknown clip 'dancer_002'"),
+    ("get", "/clip/dancer_000/frame/91.jpg", None, 404, "frame 91 out of range"),
+    ("get", "/clip/dancer_000/frame/0.jpg", None, 404, "frame 0 out of range"),
+    ("get", "/clip/dancer_000/frame/x.jpg", None, 404, "no such page"),
+])
+def test_api_refusals_are_json_4xx_and_write_nothing(client, method, url, body, status, message):
+    c, ann = client
+    r = c.post(url, json=body) if method == "post" else c.get(url)
+    assert r.status_code == status, r.data
+    assert message in r.get_json()["error"]
+    assert list(ann.glob("*")) == []
+
+
+def test_a_form_post_is_refused(client):
+    """A plain HTML form (another web site) cannot write: the body must be JSON."""
+    c, ann = client
+    r = c.post("/api/actions", data={"clip_id": "dancer_000", "person_id": "1", "action": "12", "op": "add"})
+    assert r.status_code == 400 and "JSON" in r.get_json()["error"]
+    assert list(ann.glob("*")) == []
+
+
+def test_a_raw_path_outside_the_results_is_refused(client, tmp_path):
+    """``GET /clip/../../etc/passwd`` sent as is (no client-side normalising) to the real server."""
+    from werkzeug.serving import make_server
+
+    c, ann = client
+    server = make_server("127.0.0.1", 0, c.application, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        for path in ("/clip/../../etc/passwd", "/clip/../../../../etc/passwd.mp4", "/static/../../../etc/passwd",
+                     "/clip/dancer_000/frame/../../../../etc/passwd"):
+            conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=10)
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            body = resp.read()
+            assert 400 <= resp.status < 500, (path, resp.status)
+            assert b"root:" not in body and b"error" in body
+            conn.close()
+    finally:
+        server.shutdown()
+        thread.join()
+
+
+# ---------------------------------------------------------------- command line
+
+
+def test_cli_refuses_bad_options_before_serving(tmp_path, capsys):
+    res = build_results(tmp_path / "results")
+    lm = ["--label-map", str(LABEL_MAP), "--port", "0"]
+    assert cli_main(["annotate", "--results", str(res), "--annotator", "a b", *lm]) == 1
+    assert "--annotator 'a b'" in capsys.readouterr().err
+    assert cli_main(["annotate", "--results", str(tmp_path / "none"), *lm]) == 1
+    assert f"results folder {tmp_path / 'none'} not found" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert cli_main(["annotate", "--results", str(tmp_path / "empty"), *lm]) == 1
+    assert "no clips/*/manifest.tsv" in capsys.readouterr().err
+    assert cli_main(["annotate", "--results", str(res), "--label-map", str(tmp_path / "no.pbtxt"),
+                     "--port", "0"]) == 1
+    assert "cannot read label map" in capsys.readouterr().err
+    assert list(tmp_path.glob("annotations*")) == []
+
+
+def test_annotator_selects_its_own_actions_file():
+    from argparse import Namespace
+
+    from microg4m.annotate.options import actions_path
+
+    assert actions_path(Namespace(annotator="", actions=None)) == "annotations/actions.csv"
+    assert actions_path(Namespace(annotator="alice", actions=None)) == "annotations/actions.alice.csv"
+    assert actions_path(Namespace(annotator="alice", actions="x.csv")) == "x.csv"
+    with pytest.raises(ValueError, match="--annotator '../x'"):
+        actions_path(Namespace(annotator="../x", actions=None))
