@@ -167,8 +167,10 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "filter":
         from . import filter as clip_filter
 
-        return clip_filter.run(args.manifest, args.detections, args.scenes, args.out,
-                               **_settings(args, cfg["filter"], {}))
+        settings = _settings(args, cfg["filter"], {})
+        screened = clip_filter.read_screening(settings.pop("screening"))
+        return clip_filter.run(args.manifest, args.detections, args.scenes, args.out, screened=screened,
+                               **settings)
     if stage == "motion":
         from . import motion
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterable
 
 import pandas as pd
 
@@ -82,8 +83,12 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
 
 def run(manifest: str | os.PathLike, detections: str | os.PathLike, scenes: str | os.PathLike,
         out: str | os.PathLike, *, person_conf: float = 0.6, min_person_share: float = 0.6, max_cuts: int = 0,
-        screening: str | os.PathLike | None = None) -> pd.DataFrame:
-    """Decide every ok clip of ``manifest``; write ``out`` (TSV) and return the decisions."""
+        screened: Iterable[str] = ()) -> pd.DataFrame:
+    """Decide every ok clip of ``manifest``; write ``out`` (TSV) and return the decisions.
+
+    ``screened``: clip ids excluded by hand (see read_screening). The workflow passes only
+    the unit's own ids as a rule param, so an exclusion re-runs only that unit's filter.
+    """
     _check(person_conf, min_person_share, max_cuts)
     clips = mf.ok_clips(manifest)
     dets = read_detections(detections)
@@ -91,7 +96,7 @@ def run(manifest: str | os.PathLike, detections: str | os.PathLike, scenes: str 
     if unknown:
         raise ValueError(f"{detections}: boxes for clips not ok in {manifest}: {unknown[:5]} (cache out of date?)")
     table = decide(clips, dets, read_scenes(scenes), person_conf=person_conf, min_person_share=min_person_share,
-                   max_cuts=max_cuts, screened=read_screening(screening))
+                   max_cuts=max_cuts, screened=set(screened))
     written = table.assign(
         person_share=table["person_share"].map(lambda x: f"{x:.4f}"),
         cuts=table["cuts"].map(format_cuts),

@@ -21,6 +21,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from .progress import progress
 from . import CLIP_FRAMES
 from .atomic import write_text, write_tsv
 from .manifest import clip_file, read_manifest
@@ -120,7 +121,7 @@ def run(
     except (OSError, KeyError, ValueError) as exc:
         raise ValueError(f"frames: cannot read {manifest} / {decisions}: {type(exc).__name__}: {exc}") from None
     rows = []
-    for r in clips.itertuples(index=False):
+    for r in progress(clips.itertuples(index=False), "frames", total=len(clips)):
         expected = int(r.frames) or CLIP_FRAMES
         try:
             n = extract_clip(clip_file(manifest, r.clip_id), out_dir, r.clip_id, expected, jpeg_quality)

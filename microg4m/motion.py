@@ -24,6 +24,7 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from .progress import progress
 from . import manifest as mf
 from .atomic import write_tsv
 from .media import MediaError, iter_frames
@@ -100,7 +101,7 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, method: str = "r
     if method not in METHODS:
         raise ValueError(f"motion method must be one of {METHODS}, got {method!r}")
     rows = []
-    for clip in mf.ok_clips(manifest)["clip_id"]:
+    for clip in progress(mf.ok_clips(manifest)["clip_id"], "motion"):
         m = clip_motion(mf.clip_file(manifest, clip), frames)
         lv = level(m, method=method, high_threshold=high_threshold,
                    normalized_high_threshold=normalized_high_threshold)

@@ -11,6 +11,7 @@ import os
 
 import pandas as pd
 
+from .progress import progress
 from . import manifest as mf
 from .atomic import write_tsv
 from .media import MediaError
@@ -77,7 +78,7 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, detector: str = 
     """Cuts of every ok clip of ``manifest``; writes ``out`` (TSV ``clip_id, cuts``) and returns it."""
     make_detector(detector, threshold, min_scene_len)  # bad settings fail before any decoding
     rows = []
-    for clip in mf.ok_clips(manifest)["clip_id"]:
+    for clip in progress(mf.ok_clips(manifest)["clip_id"], "scenes"):
         path = mf.clip_file(manifest, clip)
         if not path.is_file():
             raise MediaError(f"{path}: clip {clip} listed as ok in {manifest} but the file is missing")

@@ -28,6 +28,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from .progress import progress
 from . import manifest as mf
 from .atomic import write_csv
 from .media import iter_frames
@@ -283,7 +284,7 @@ def run(manifest, detections, decisions, motion, out, *, box_mode: str = "hold",
     dets = load_detections(detections)
 
     rows, tiles = [], []
-    for clip in kept:
+    for clip in progress(kept, "track"):
         a = adapt[levels[clip]]
         path = mf.clip_file(manifest, clip)
         mid = (int(ok.at[clip, "frames"]) + 1) // 2

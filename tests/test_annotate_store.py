@@ -7,6 +7,8 @@ Real files on disk and the real Flask app; the small results folder is written h
 from __future__ import annotations
 
 import http.client
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -20,7 +22,6 @@ from microg4m.annotate.app import create_app
 from microg4m.annotate.errors import Refused
 from microg4m.annotate.results import Results
 from microg4m.annotate.store import Store
-from microg4m.cli import main as cli_main
 from microg4m.manifest import write_manifest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -360,20 +361,26 @@ def test_a_raw_path_outside_the_results_is_refused(client, tmp_path):
 # ---------------------------------------------------------------- command line
 
 
-def test_cli_refuses_bad_options_before_serving(tmp_path, capsys):
+def test_cli_refuses_bad_options_before_serving(tmp_path):
+    """Both entry points (``microg4m annotate``, ``python -m microg4m.annotate``) fail cleanly."""
     res = build_results(tmp_path / "results")
-    lm = ["--label-map", str(LABEL_MAP), "--port", "0"]
-    assert cli_main(["annotate", "--results", str(res), "--annotator", "a b", *lm]) == 1
-    assert "--annotator 'a b'" in capsys.readouterr().err
-    assert cli_main(["annotate", "--results", str(tmp_path / "none"), *lm]) == 1
-    assert f"results folder {tmp_path / 'none'} not found" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
-    assert cli_main(["annotate", "--results", str(tmp_path / "empty"), *lm]) == 1
-    assert "no clips/*/manifest.tsv" in capsys.readouterr().err
-    assert cli_main(["annotate", "--results", str(res), "--label-map", str(tmp_path / "no.pbtxt"),
-                     "--port", "0"]) == 1
-    assert "cannot read label map" in capsys.readouterr().err
-    assert list(tmp_path.glob("annotations*")) == []
+    lm = ["--label-map", str(LABEL_MAP), "--port", "0"]
+    cases = [
+        (["microg4m.cli", "annotate", "--results", str(res), "--annotator", "a b", *lm], "--annotator 'a b'"),
+        (["microg4m.annotate", "--results", str(tmp_path / "empty"), *lm], "no clips/*/manifest.tsv"),
+    ]
+    for args, message in cases:  # a timeout, not a hang, if one of them starts serving
+        proc = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=60,
+                              cwd=tmp_path)
+        assert proc.returncode == 1 and "microg4m annotate: error: " in proc.stderr, (args, proc.stderr)
+        assert message in proc.stderr, (args, proc.stderr)
+    ann = tmp_path / "annotations"
+    with pytest.raises(ValueError, match=f"results folder {tmp_path / 'none'} not found"):
+        create_app(str(tmp_path / "none"), str(ann / "a.csv"), str(ann / "s.txt"), str(LABEL_MAP))
+    with pytest.raises(ValueError, match="cannot read label map"):
+        create_app(str(res), str(ann / "a.csv"), str(ann / "s.txt"), str(tmp_path / "no.pbtxt"))
+    assert not ann.exists()
 
 
 def test_annotator_selects_its_own_actions_file():

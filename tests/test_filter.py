@@ -86,11 +86,11 @@ def test_thresholds_come_from_settings(source):
 def test_screening_file(source, tmp_path):
     screening = tmp_path / "screening_excluded.txt"
     screening.write_text("# excluded by hand\n\nsrc_000  # camera operator only\nsrc_002\nother_source_001\n")
-    table, _ = run_filter(source, "screened.tsv", screening=screening)
+    table, _ = run_filter(source, "screened.tsv", screened=flt.read_screening(screening))
     reasons = table.set_index("clip_id")["reason"].to_dict()
     assert reasons == {"src_000": "screened", "src_001": "few_persons", "src_002": "screened", "src_003": "scene_cut"}
     assert table.set_index("clip_id").loc["src_000", "keep"] == "0"
-    table, _ = run_filter(source, "missing.tsv", screening=tmp_path / "no_such_file.txt")
+    table, _ = run_filter(source, "missing.tsv", screened=flt.read_screening(tmp_path / "no_such_file.txt"))
     assert table.set_index("clip_id").loc["src_000", "reason"] == "kept"
 
 

@@ -6,7 +6,8 @@ action are the number of those files that give it the action (a file that labels
 clip but not the person votes "no"). Measures:
 
 * per clip (``agreement_clips.tsv``): ``persons`` labelled by anyone, ``exact_persons``
-  and ``exact_share``: persons whose action sets are identical in every file;
+  and ``exact_share``: persons whose action sets are identical in every file (share
+  empty for a clip only one file labelled);
   ``labels_union`` / ``labels_agreed``: (person, action) labels chosen by any / by all
   files; ``differing`` = union - agreed; ``merged`` labels and ``dropped_over_limit``.
 * per action (``agreement_actions.tsv``): over every pair of files and every person of
@@ -134,7 +135,7 @@ def compare(files: list[Labels], label_map: pd.DataFrame, rule: str = "majority"
             differing_of[f.name] += union - agreed if m > 1 else 0
         clip_rows.append({
             "clip_id": clip, "annotators": m, "persons": len(persons), "exact_persons": exact,
-            "exact_share": round(exact / len(persons), 4) if persons else None,
+            "exact_share": round(exact / len(persons), 4) if persons and m > 1 else None,
             "labels_union": union, "labels_agreed": agreed, "differing": union - agreed,
             "merged": kept_total, "dropped_over_limit": dropped,
         })

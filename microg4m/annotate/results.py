@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import frames as fr
@@ -20,6 +21,7 @@ from ..manifest import read_manifest
 from .errors import Refused
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+TRACK_COLUMNS = ["frame_id", "person_id", "xmin", "ymin", "xmax", "ymax"]
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,10 @@ class Results:
         if not self.root.is_dir():
             raise ValueError(f"results folder {root} not found")
         self._lock = threading.Lock()
-        self._stamp: tuple = ()
+        self._stamp: tuple | None = None
         self._clips: dict[str, Clip] = {}
         self._problems: list[str] = []
-        self._boxes: dict[str, tuple[tuple, dict]] = {}  # source -> (stamp, clip -> frame -> boxes)
+        self._boxes: dict[str, tuple[tuple, dict]] = {}  # source -> (stamp, clip -> track rows)
         self.clips()  # fail early on a folder without manifests
 
     # ------------------------------------------------------------ clips
@@ -114,8 +116,8 @@ class Results:
         return clips[clip_id]
 
     # ------------------------------------------------------------ boxes
-    def boxes(self, clip_id: str) -> dict[int, list[tuple]]:
-        """Frame (1-based) -> ``[(person_id, x1, y1, x2, y2), ...]`` in pixels."""
+    def _rows(self, clip_id: str) -> np.ndarray:
+        """Track rows of a clip: ``frame, person, x1, y1, x2, y2`` (float32, one per box)."""
         clip = self.clip(clip_id)
         path = self.root / "tracks" / f"{clip.source_id}.csv"
         stamp = self._stamp_of([path])
@@ -124,24 +126,28 @@ class Results:
             if cached is None or cached[0] != stamp:
                 cached = (stamp, self._read_tracks(path))
                 self._boxes[clip.source_id] = cached
-        return cached[1].get(clip_id, {})
+        return cached[1].get(clip_id, np.zeros((0, 6), np.float32))
 
     @staticmethod
-    def _read_tracks(path: Path) -> dict[str, dict[int, list[tuple]]]:
+    def _read_tracks(path: Path) -> dict[str, np.ndarray]:
         if not path.is_file():
             return {}
         try:
             df = pd.read_csv(path, dtype={"video_id": str}, keep_default_na=False)
-            cols = ["frame_id", "person_id", "xmin", "ymin", "xmax", "ymax"]
-            num = df[cols].apply(pd.to_numeric, errors="coerce")
+            num = df[TRACK_COLUMNS].apply(pd.to_numeric, errors="coerce")
         except (OSError, ValueError, KeyError, pd.errors.ParserError) as exc:
             raise Refused(500, f"{path}: unreadable tracks ({exc})") from None
         ok = num.notna().all(axis=1) & (num["frame_id"] >= 1) & (num["person_id"] >= 1)
-        out: dict[str, dict[int, list[tuple]]] = {}
-        for vid, f, p, x1, y1, x2, y2 in zip(df["video_id"][ok], *(num[c][ok] for c in cols)):
-            out.setdefault(vid, {}).setdefault(int(f), []).append((int(p), float(x1), float(y1), float(x2), float(y2)))
+        arr = num[ok].to_numpy(np.float32)
+        return {vid: arr[idx] for vid, idx in df[ok].groupby("video_id").indices.items()}
+
+    def boxes(self, clip_id: str) -> dict[int, list[tuple]]:
+        """Frame (1-based) -> ``[(person_id, x1, y1, x2, y2), ...]`` in pixels (2 decimals)."""
+        out: dict[int, list[tuple]] = {}
+        for f, p, *box in self._rows(clip_id).tolist():
+            out.setdefault(int(f), []).append((int(p), *(round(v, 2) for v in box)))
         return out
 
     def persons(self, clip_id: str) -> list[int]:
         """Person ids with at least one box in the clip, ascending."""
-        return sorted({b[0] for boxes in self.boxes(clip_id).values() for b in boxes})
+        return sorted(int(p) for p in np.unique(self._rows(clip_id)[:, 1]))

@@ -3,6 +3,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from microg4m import demo as _demo
+from microg4m.filter import read_screening
 from microg4m.sources import load_sources, normalize_url
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -61,10 +62,14 @@ def local_source_input(wildcards):
     return files
 
 
-def screening_input(wildcards):
-    """The manual screening file, when there is one (editing it re-runs the filter)."""
-    path = Path(config["filter"]["screening"])
-    return [str(path)] if path.is_file() else []
+SCREENED = read_screening(config["filter"]["screening"])
+
+
+def screened_clips(wildcards):
+    """The unit's clips excluded by hand. A param, not an input file: an exclusion
+    re-runs the filter of that unit only."""
+    sources = set(UNITS[wildcards.unit])
+    return sorted(c for c in SCREENED if c.rsplit("_", 1)[0] in sources)
 
 
 def actions_input(wildcards):

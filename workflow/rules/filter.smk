@@ -22,7 +22,6 @@ rule filter:
         manifest=R("clips/{unit}/manifest.tsv"),
         detections=R("detections/{unit}.parquet"),
         scenes=R("scenes/{unit}.tsv"),
-        screening=screening_input,
     output:
         R("filter/{unit}.tsv"),
     log:
@@ -31,5 +30,6 @@ rule filter:
         "../../envs/microg4m.yaml"
     params:
         settings={k: v for k, v in config["filter"].items() if k != "screening"},
+        screened=screened_clips,
     script:
         "../scripts/filter.py"

@@ -7,6 +7,6 @@ clip_filter.run(
     snakemake.input.detections,
     snakemake.input.scenes,
     snakemake.output[0],
-    screening=snakemake.input.screening[0] if snakemake.input.screening else None,
+    screened=snakemake.params.screened,
     **snakemake.params.settings,
 )

@@ -14,17 +14,24 @@ const $ = (id) => document.getElementById(id);
 const labelById = new Map();
 
 // ------------------------------------------------------------------ server
+// Returns the JSON answer, or null after showing the error.
 async function api(method, url, body) {
   const opt = { method, headers: {} };
   if (body !== undefined) {
     opt.headers["Content-Type"] = "application/json";
     opt.body = JSON.stringify(body);
   }
-  const r = await fetch(url, opt);
+  let r;
+  try {
+    r = await fetch(url, opt);
+  } catch (e) {
+    toast(`server not reachable (${e.message})`);
+    return null;
+  }
   const data = await r.json().catch(() => ({ error: `${r.status} ${r.statusText}` }));
   if (!r.ok) {
-    toast(data.error || `${r.status} ${r.statusText}`);
-    throw new Error(data.error);
+    toast(data.error || `${r.status} ${r.statusText}`); // the refusal, as the server words it
+    return null;
   }
   return data;
 }
@@ -38,7 +45,9 @@ function toast(msg) {
 }
 
 async function loadState() {
-  S.state = await api("GET", "/api/state");
+  const st = await api("GET", "/api/state");
+  if (!st) return false;
+  S.state = st;
   for (const l of S.state.labels) labelById.set(l.id, l);
   $("annotator").textContent = S.state.annotator ? `annotator: ${S.state.annotator}` : "";
   $("files").textContent = `${S.state.actions_file} · ${S.state.screening_file}`;
@@ -47,6 +56,7 @@ async function loadState() {
   probs.textContent = S.state.problems.join("\n");
   renderProgress();
   renderClipList();
+  return true;
 }
 
 // ------------------------------------------------------------------ clips
@@ -87,6 +97,7 @@ function renderClipList() {
 
 async function openClip(id) {
   const clip = await api("GET", `/api/clips/${encodeURIComponent(id)}`);
+  if (!clip) return;
   const same = S.clip && S.clip.clip_id === id;
   S.clip = clip;
   if (!same) {
@@ -160,7 +171,7 @@ function draw() {
   $("frame-no").textContent = `frame ${S.frame} / ${clip.frames}`;
   if (!$("show-boxes").checked) return;
   const base = Math.max(2, Math.round(Math.min(cv.width, cv.height) / 200));
-  const fpx = Math.max(12, Math.round(Math.min(cv.width, cv.height) / 28));
+  const fpx = Math.max(14, Math.round(Math.min(cv.width, cv.height) / 22));
   ctx.font = `bold ${fpx}px sans-serif`;
   for (const [pid, x1, y1, x2, y2] of clip.boxes[S.frame] || []) {
     const c = color(pid);
@@ -330,6 +341,7 @@ async function change(pid, aid, op) {
   const clipId = S.clip.clip_id;
   const focus = document.activeElement && document.activeElement.id === "search";
   const r = await api("POST", "/api/actions", { clip_id: clipId, person_id: pid, action: aid, op });
+  if (!r) return;
   if (!S.clip || S.clip.clip_id !== clipId) return;
   S.clip.actions[pid] = r.actions;
   updateEntry();
@@ -347,6 +359,7 @@ function renderScreening() {
 async function sendScreening() {
   const r = await api("POST", "/api/screening",
     { clip_id: S.clip.clip_id, excluded: $("exclude").checked, reason: $("reason").value });
+  if (!r) { $("exclude").checked = S.clip.excluded; return; }
   S.clip.excluded = r.excluded;
   S.clip.reason = r.reason;
   if (r.excluded) $("reason").value = r.reason;
@@ -409,12 +422,12 @@ function searchKey(ev) {
 
 // ------------------------------------------------------------------ start
 async function refresh() {
-  await loadState();
+  if (!(await loadState())) return;
   if (S.clip && clipEntry(S.clip.clip_id)) await openClip(S.clip.clip_id);
 }
 
 async function start() {
-  await loadState();
+  if (!(await loadState())) return;
   $("play").onclick = () => setPlaying(!S.playing);
   $("step-back").onclick = () => { setPlaying(false); setFrame(S.frame - 1); };
   $("step-fwd").onclick = () => { setPlaying(false); setFrame(S.frame + 1); };

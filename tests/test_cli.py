@@ -1,0 +1,51 @@
+"""The microg4m console script runs single stages outside Snakemake."""
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from conftest import ffmpeg, get_footage
+
+STAGES = ["download", "trim", "detect", "scenes", "filter", "motion", "track", "export", "ledger", "demo-media"]
+
+
+def cli(*args, check=True):
+    proc = subprocess.run([sys.executable, "-m", "microg4m.cli", *args], capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(proc.stderr)
+    return proc
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_stage_has_help(stage):
+    out = cli(stage, "--help").stdout
+    assert out.startswith(f"usage: microg4m {stage}")
+
+
+def test_trim_then_scenes_on_a_video(tmp_path):
+    video = tmp_path / "walk.mp4"
+    ffmpeg("-i", str(get_footage("pianist")), "-t", "6.5", "-an", "-c:v", "libx264", "-preset", "ultrafast", str(video))
+    cli("trim", str(video), str(tmp_path / "out"), "--max-height", "240")
+    manifest = tmp_path / "out" / "clips" / "walk" / "manifest.tsv"
+    df = pd.read_csv(manifest, sep="\t")
+    assert list(df[df.status == "ok"].clip_id) == ["walk_000", "walk_001"] and set(df.height) == {240}
+    cli("scenes", str(manifest), str(tmp_path / "scenes.tsv"))
+    scenes = pd.read_csv(tmp_path / "scenes.tsv", sep="\t", keep_default_na=False)
+    assert list(scenes.clip_id) == ["walk_000", "walk_001"] and list(scenes.cuts) == ["", ""]
+
+
+def test_bad_input_gives_a_clear_error(tmp_path):
+    bad = tmp_path / "notes.mp4"
+    bad.write_text("not a video")
+    proc = cli("trim", str(bad), str(tmp_path / "out"), check=False)
+    assert proc.returncode == 1
+    assert "microg4m trim: error:" in proc.stderr and "notes.mp4" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_bad_weights_setting_is_named(tmp_path):
+    manifest = tmp_path / "manifest.tsv"
+    manifest.write_text("clip_id\tsource_id\tclip_type\tseq\tstart_s\tframes\twidth\theight\tstatus\treason\n")
+    proc = cli("detect", str(manifest), str(tmp_path / "d.parquet"), "--weights", str(tmp_path / "nope.pt"), check=False)
+    assert proc.returncode == 1 and "detect.weights" in proc.stderr
