@@ -37,7 +37,7 @@ def main() -> int:
             for i in range(args.sources):
                 fh.write(f"s{i:05d}\thttps://example.org/v{i:05d}.mp4\tr\n")
         for per_job in args.per_job:
-            cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", str(tmp),
+            cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(tmp),
                    "--configfile", str(REPO / "config" / "config.yaml"), "-n", "--quiet", "rules",
                    "--config", f"sources={table}", f"sources_per_job={per_job}"]
             t0 = time.perf_counter()

@@ -6,6 +6,7 @@ An interrupted run therefore never leaves a half-written file under the final na
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import os
 import tempfile
@@ -18,9 +19,12 @@ def atomic_path(path: str | os.PathLike, suffix: str | None = None) -> Iterator[
     """Yield a temporary path next to ``path``; rename it to ``path`` if the block succeeds."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{path.name}.", suffix=suffix or f".tmp{path.suffix}", dir=path.parent
-    )
+    suffix = suffix or f".tmp{path.suffix}"
+    # A writer killed mid-write (SIGKILL, power loss) left its temporary behind; the next
+    # writer of the same file removes it (one job writes a given output at a time).
+    for stale in path.parent.glob(f".{glob.escape(path.name)}.*{glob.escape(suffix)}"):
+        stale.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(fd)
     tmp = Path(tmp)
     try:

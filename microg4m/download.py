@@ -166,6 +166,9 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
                                ("fps", info.fps), ("duration", info.duration)):
                 if record.get(key) in (None, 0):
                     record[key] = value
+    # One-line UTF-8 text: a film's title is its file name (a file URL's %0A or %09 makes
+    # a newline or a tab in it), and reasons quote paths.
+    record["title"], record["reason"] = _clean(record["title"]), _clean(record["reason"])
     return record
 
 

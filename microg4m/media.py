@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -38,13 +39,17 @@ def ffmpeg_exe() -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def run_ffmpeg(args: list[str], what: str) -> None:
-    """Run ffmpeg with an argument list (never a shell); raise MediaError with its stderr tail."""
+def run_ffmpeg(args: list[str], what: str) -> str:
+    """Run ffmpeg with an argument list (never a shell); raise MediaError with its stderr tail.
+
+    Returns ffmpeg's stderr (errors it reported but survived, e.g. corrupt packets).
+    """
     cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     if proc.returncode != 0:
         tail = " ".join(proc.stderr.strip().splitlines()[-3:]) or f"exit code {proc.returncode}"
         raise MediaError(f"{what}: ffmpeg failed: {tail}")
+    return proc.stderr
 
 
 @dataclass(frozen=True)
@@ -68,8 +73,18 @@ def probe(path: str | os.PathLike) -> VideoInfo:
     try:
         meta = next(gen)
     except (OSError, RuntimeError, StopIteration) as exc:
-        msg = str(exc).strip().splitlines()
-        raise MediaError(f"{path}: not a readable video ({msg[-1] if msg else exc})") from None
+        text = str(exc)
+        if "Input #0" in text and not re.search(r"Stream #\S+.*: Video:", text):
+            # ffmpeg read the container but found no video stream (e.g. audio only)
+            kinds = sorted(set(re.findall(r"Stream #\S+.*?: (Audio|Subtitle|Data|Attachment):", text)))
+            found = f" (only {', '.join(k.lower() for k in kinds)})" if kinds else ""
+            raise MediaError(f"{path}: no video stream{found}") from None
+        msg = text.strip().splitlines()
+        # ffmpeg's own diagnosis (e.g. "moov atom not found" for a truncated mp4), if any
+        notes = [re.sub(r"^(\[[^\]]*\]\s*)+", "", m) for m in msg if m.startswith("[")]
+        notes = [n for n in notes if n and "Error opening" not in n]
+        detail = f"{notes[-1]}; " if notes else ""
+        raise MediaError(f"{path}: not a readable video ({detail}{msg[-1] if msg else exc})") from None
     finally:
         gen.close()
     width, height = meta.get("size") or (0, 0)

@@ -25,6 +25,7 @@ PALETTE = [(0, 200, 255), (255, 128, 0), (80, 220, 60), (200, 60, 255), (0, 80, 
            (255, 220, 0), (160, 160, 255), (0, 160, 120)]
 TILE_WIDTH = 320
 MAX_COLUMNS = 6
+MAX_SHEET_TILES = 60  # a sheet a person can take in; memory stays flat for long sources
 
 
 @dataclass
@@ -33,6 +34,23 @@ class Tile:
     frame_no: int  # 1-based
     frame: np.ndarray  # BGR
     boxes: Sequence[tuple] = field(default_factory=list)  # (person_id, x1, y1, x2, y2)
+
+
+def make_tile(clip_id: str, frame_no: int, frame: np.ndarray, boxes: Sequence[tuple]) -> Tile:
+    """A tile that keeps only a TILE_WIDTH-wide copy of the frame (boxes scaled to it), so
+    that memory does not grow with the frame size of the source."""
+    h, w = frame.shape[:2]
+    s = TILE_WIDTH / w
+    small = cv2.resize(frame, (TILE_WIDTH, max(1, round(h * s))), interpolation=cv2.INTER_AREA)
+    return Tile(clip_id, frame_no, small, [(p, x1 * s, y1 * s, x2 * s, y2 * s) for p, x1, y1, x2, y2 in boxes])
+
+
+def sheet_clips(clips: Sequence[str]) -> set[str]:
+    """At most MAX_SHEET_TILES clips, evenly spread, for the contact sheet of a source."""
+    if len(clips) <= MAX_SHEET_TILES:
+        return set(clips)
+    picks = np.linspace(0, len(clips) - 1, MAX_SHEET_TILES).round().astype(int)
+    return {clips[i] for i in picks}
 
 
 def label(person_id: int) -> str:

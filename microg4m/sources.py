@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 import jsonschema
 import pandas as pd
@@ -29,7 +30,9 @@ def load_sources(path: str | os.PathLike) -> pd.DataFrame:
     if not path.is_file():
         raise SourcesError(f"sources table {path}: no such file")
     try:
-        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, comment="#")
+        # No comment= here: pandas would cut a line at any '#', even inside a URL
+        # (fragments, file names); comment lines are dropped below, by their first cell.
+        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, skip_blank_lines=False)
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         raise SourcesError(f"sources table {path}: cannot parse as TSV ({exc})") from None
     df.columns = [c.strip() for c in df.columns]
@@ -40,8 +43,14 @@ def load_sources(path: str | os.PathLike) -> pd.DataFrame:
     validator = jsonschema.Draft202012Validator(schema)
     seen: dict[str, int] = {}
     problems = []
-    for i, row in enumerate(df.to_dict("records")):
-        where = f"row {i + 1} (line {i + 2})"
+    first = df.columns[0]
+    skip = df[first].str.lstrip().str.startswith("#") | (df.apply(lambda c: c.str.strip()) == "").all(axis=1)
+    n = 0
+    for line, row in enumerate(df.to_dict("records"), start=2):
+        if skip.iloc[line - 2]:
+            continue  # a comment line or a blank line
+        n += 1
+        where = f"row {n} (line {line})"
         row = {k: v.strip() for k, v in row.items() if v is not None}
         for k in schema["required"]:
             if row.get(k, "") == "":
@@ -63,17 +72,24 @@ def load_sources(path: str | os.PathLike) -> pd.DataFrame:
             if sid in seen:
                 problems.append(f"{where}, field source_id: {sid!r} duplicates row {seen[sid]}")
             else:
-                seen[sid] = i + 1
+                seen[sid] = n
     if problems:
         raise SourcesError(f"sources table {path}:\n  " + "\n  ".join(problems))
-    df = df.apply(lambda col: col.str.strip())
+    df = df[~skip.to_numpy()].apply(lambda col: col.str.strip())
     return df.set_index("source_id", drop=False)
 
 
 def normalize_url(url: str, base: str | os.PathLike = ".") -> tuple[str, Path | None]:
     """(url for yt-dlp, local path or None). A bare 11-character id is a YouTube id."""
     if url.startswith("file://"):
-        url = url[len("file://"):]
+        # A file URL is percent-encoded (RFC 8089; Path.as_uri() writes %20 for a space).
+        # Escapes that do not decode as UTF-8 (caf%E9) are kept literally: a name that is
+        # not UTF-8 could not be tracked by Snakemake nor stored in the UTF-8 records.
+        path = url[len("file://"):]
+        try:
+            url = unquote(path, errors="strict")
+        except UnicodeDecodeError:
+            url = path
     elif "://" in url:
         return url, None
     elif YOUTUBE_ID.match(url) and not (Path(base) / url).exists():

@@ -284,14 +284,15 @@ def run(manifest, detections, decisions, motion, out, *, box_mode: str = "hold",
     dets = load_detections(detections)
 
     rows, tiles = [], []
+    on_sheet = preview.sheet_clips(kept)
     for clip in progress(kept, "track"):
         a = adapt[levels[clip]]
         path = mf.clip_file(manifest, clip)
         mid = (int(ok.at[clip, "frames"]) + 1) // 2
         held = {}
 
-        def grab(n, frame, mid=mid, held=held):
-            if n == mid:
+        def grab(n, frame, mid=mid, held=held, keep=clip in on_sheet):
+            if n == mid and keep:
                 held["frame"] = frame
 
         tracker = make_tracker(botsort, reid_weights=reid_weights, device=device)
@@ -299,12 +300,12 @@ def run(manifest, detections, decisions, motion, out, *, box_mode: str = "hold",
                                   every=a.interval, on_frame=grab)
         if n == 0:
             raise ValueError(f"{path}: no decodable frames")
-        height, width = _frame_size(held.get("frame"), ok.loc[clip])
+        height, width = int(ok.at[clip, "height"]), int(ok.at[clip, "width"])
         clip_rows = record_clip(refresh, n, width=width, height=height, adapt=a,
                                 record_conf=record_conf, closeup_area=closeup_area, box_mode=box_mode)
         rows += [(clip, *r) for r in clip_rows]
         if "frame" in held:
-            tiles.append(preview.Tile(clip, mid, held["frame"], [r[1:6] for r in clip_rows if r[0] == mid]))
+            tiles.append(preview.make_tile(clip, mid, held["frame"], [r[1:6] for r in clip_rows if r[0] == mid]))
 
     df = to_frame(rows)
     write_csv(out, df)
@@ -326,7 +327,3 @@ def to_frame(rows: list[tuple]) -> pd.DataFrame:
     return df
 
 
-def _frame_size(frame, row) -> tuple[int, int]:
-    if frame is not None:
-        return frame.shape[0], frame.shape[1]
-    return int(row["height"]), int(row["width"])

@@ -8,6 +8,7 @@ decoding: it has exactly 90 frames or it is dropped and recorded with the reason
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -32,11 +33,32 @@ def _video_filter(fps: int, max_height: int | None) -> str:
     return ",".join(steps)
 
 
+def decode_problems(stderr: str) -> str:
+    """A one-line, deterministic summary of the errors ffmpeg survived ('' when none).
+
+    ffmpeg exits 0 on a corrupt or truncated source (it skips what it cannot decode and
+    the fps filter fills the gap), so its messages are the only trace. Their order and
+    numbers vary between runs (threads), hence only the sorted distinct kinds are kept.
+    """
+    kinds = set()
+    for line in stderr.splitlines():
+        line = re.sub(r" @ 0x[0-9a-fA-F]+", "", line).strip()
+        line = re.sub(r"\(.*?\)|-?\b(0x[0-9a-fA-F]+|\d+)\b", "", line)
+        line = " ".join(line.split()).rstrip(" .,:")
+        if line and not line.startswith("Last message repeated"):
+            kinds.add(line)
+    if not kinds:
+        return ""
+    what = "source truncated" if any("partial file" in k for k in kinds) else "source has corrupt data"
+    return f"{what}: ffmpeg decoding errors ({'; '.join(sorted(kinds)[:3])})"
+
+
 def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
-                   max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> list[Path]:
-    """Run the one-pass segmenting ffmpeg; return the segment files in order."""
+                   max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> "Segments":
+    """Run the one-pass segmenting ffmpeg; return the segment files in order (a list whose
+    ``problems`` attribute summarizes the decoding errors ffmpeg survived, see decode_problems)."""
     pattern = out_dir / f"{source_id}_%03d.mp4"
-    media.run_ffmpeg([
+    stderr = media.run_ffmpeg([
         "-i", str(video), "-map", "0:v:0", "-an", "-sn", "-dn",
         "-vf", _video_filter(fps, max_height),
         "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
@@ -48,7 +70,15 @@ def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
         "-segment_start_number", "0", "-segment_format", "mp4",
         str(pattern),
     ], what=str(video))
-    return sorted(out_dir.glob(f"{source_id}_*.mp4"))
+    return Segments(sorted(out_dir.glob(f"{source_id}_*.mp4")), decode_problems(stderr))
+
+
+class Segments(list):
+    """The segment files in order, with ``problems``: ffmpeg's survived errors ('' if none)."""
+
+    def __init__(self, paths, problems: str = ""):
+        super().__init__(paths)
+        self.problems = problems
 
 
 def _decode_check(path: Path) -> tuple[int, int, int]:
@@ -68,6 +98,8 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
     source_id, clip_type = record["source_id"], record["clip_type"]
     for old in clip_dir.glob(f"{source_id}_*.mp4"):  # leftovers of an earlier run
         old.unlink()
+    for old in clip_dir.glob(f".{source_id}.*"):  # segment folders of a killed run
+        shutil.rmtree(old, ignore_errors=True)
     if record["status"] != "ok":
         return {"source_id": source_id, "status": "skipped", "reason": f"download failed: {record['reason']}",
                 "clips": 0, "dropped": 0}, []
@@ -80,7 +112,7 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
                                       max_height=max_height, crf=crf, preset=preset)
             error = None
         except media.MediaError as exc:
-            segments, error = [], str(exc)
+            segments, error = Segments([]), str(exc)
         for seg in segments:
             seq = int(seg.stem.rsplit("_", 1)[1])
             frames, width, height = _decode_check(seg)
@@ -102,7 +134,8 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
     if error and not n_ok:
         status = {"status": "failed", "reason": error}
     else:
-        status = {"status": "ok", "reason": error or ("" if n_ok else f"no clip of {CLIP_SECONDS} s (source too short)")}
+        notes = [error or ("" if n_ok else f"no clip of {CLIP_SECONDS} s (source too short)"), segments.problems]
+        status = {"status": "ok", "reason": "; ".join(n for n in notes if n)}
     return {"source_id": source_id, **status, "clips": n_ok, "dropped": len(rows) - n_ok}, rows
 
 

@@ -61,3 +61,17 @@ def test_clip_preview_is_h264_with_boxes(clip, tmp_path):
     assert edge(frames[20]) < 60  # the box's left edge (lossy video: near the colour)
     assert edge(frames[5]) > 60  # no box before frame 11
     assert not list(out.parent.glob(".*"))
+
+
+def test_contact_sheet_is_capped_and_tiles_are_small():
+    import numpy as np
+
+    from microg4m import preview
+
+    clips = [f"s_{i:03d}" for i in range(400)]
+    picked = preview.sheet_clips(clips)
+    assert len(picked) == preview.MAX_SHEET_TILES and {"s_000", "s_399"} <= picked
+    assert preview.sheet_clips(clips[:5]) == set(clips[:5])
+    tile = preview.make_tile("s_000", 45, np.zeros((1080, 1920, 3), np.uint8), [(1, 960, 540, 1920, 1080)])
+    assert tile.frame.shape[1] == preview.TILE_WIDTH
+    assert tile.boxes == [(1, 160.0, 90.0, 320.0, 180.0)]

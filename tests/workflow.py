@@ -43,7 +43,7 @@ def set_config(workdir: Path, section: str, **values) -> None:
 def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 1500) -> subprocess.CompletedProcess:
     env = dict(os.environ, YOLO_OFFLINE="1")
     env.setdefault("YOLO_CONFIG_DIR", str(workdir / ".yolo"))
-    cmd = [*SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
+    cmd = [*SNAKEMAKE, "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
