@@ -1,0 +1,197 @@
+"""The demo through cluster executors, for real: cluster-generic (every job a separate
+background process) and SLURM (a real single-node slurm-wlm on this machine).
+
+Select or skip them with ``-m cluster`` / ``-m "not cluster"``. Each test prints its wall
+time. Two sources each keep them small (every job costs seconds of Snakemake start-up on
+a 2-core machine): carphone (one clip with a person: kept) in both, with missing (a
+download that fails) for cluster-generic and noperson (one clip, no person: rejected)
+for SLURM. YOLO runs at imgsz 320 to keep detect short on CPU.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from slurm_local import slurm_cluster  # noqa: F401  (session fixture)
+from workflow import REPO, SNAKEMAKE, jobs_ran, make_workdir
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+PROFILES = REPO / "workflow" / "profiles"
+SNAKEFILE = next(p for p in (REPO / "workflow" / "Snakefile", REPO / "Snakefile") if p.is_file())
+SOURCES = {
+    "carphone": "resources/demo/carphone.mp4\tm",
+    "noperson": "resources/demo/noperson.mp4\tr",
+    "missing": "http://127.0.0.1:9/missing.mp4\tr",
+}
+CONFIG = {"detect": {"imgsz": 320}}
+# The decisions of a local run (snakemake --cores 2) of these sources.
+EXPECTED_DECISIONS = {"carphone_000": ("1", "kept"), "noperson_000": ("0", "few_persons")}
+LOCAL_RULES = {"download", "all"}  # run inside the Snakemake process, never submitted
+
+
+def run(workdir: Path, *args: str, env: dict | None = None, timeout: int = 420):
+    """Run Snakemake on the real workflow; kill it (and what it started) after ``timeout`` s.
+
+    Returns (CompletedProcess with stdout+stderr in stdout, Snakemake's PID, wall seconds).
+    """
+    env = dict(env or os.environ, YOLO_OFFLINE="1")
+    env.setdefault("YOLO_CONFIG_DIR", str(workdir / ".yolo"))
+    cmd = [*SNAKEMAKE, "-s", str(SNAKEFILE), "-d", str(workdir), *args]
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         env=env, start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: Snakemake cancels its jobs (scancel / cancel.sh)
+        try:
+            out, _ = p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate()
+        pytest.fail(f"snakemake {' '.join(args)} still running after {timeout} s:\n{out[-6000:]}")
+    wall = time.monotonic() - t0
+    proc = subprocess.CompletedProcess(cmd, p.returncode, out, "")
+    assert proc.returncode == 0, f"snakemake {' '.join(args)} failed:\n{out[-8000:]}"
+    return proc, p.pid, wall
+
+
+def sources_table(*ids: str) -> str:
+    return "source_id\turl\tclip_type\n" + "".join(f"{i}\t{SOURCES[i]}\n" for i in ids)
+
+
+def decisions(workdir: Path) -> dict[str, tuple[str, str]]:
+    rows = {}
+    for path in sorted((workdir / "results" / "filter").glob("*.tsv")):
+        with path.open() as fh:
+            for row in csv.DictReader(fh, delimiter="\t"):
+                rows[row["clip_id"]] = (row["keep"], row["reason"])
+    return rows
+
+
+def check_outputs(workdir: Path, ids: tuple[str, ...]) -> None:
+    """Ledger, funnel and export exist and say what a local run says."""
+    res = workdir / "results"
+    got = decisions(workdir)
+    assert got == {c: d for c, d in EXPECTED_DECISIONS.items() if c.rsplit("_", 1)[0] in ids}
+    # The same decisions when filter runs again locally on the cluster's clips and detections.
+    run(workdir, "--workflow-profile", "none", "--cores", "2", "--forcerun", "filter", "--until", "filter")
+    assert decisions(workdir) == got
+    with (res / "ledger.tsv").open() as fh:
+        ledger = list(csv.DictReader(fh, delimiter="\t"))
+    sources = {r["source_id"]: r["status"] for r in ledger if r["level"] == "source"}
+    assert sources == {i: "failed" if i == "missing" else "downloaded" for i in ids}
+    with (res / "funnel.tsv").open() as fh:
+        funnel = {r["step"]: r["count"] for r in csv.DictReader(fh, delimiter="\t")}
+    failed = int("missing" in ids)
+    assert (funnel["sources"], funnel["downloaded"], funnel["kept"]) == (str(len(ids)), str(len(ids) - failed), "1")
+    assert funnel.get("failed", "0") == str(failed)
+    export = res / "export"
+    assert (export / "label_map.pbtxt").is_file() and (export / "annotation_template.csv").is_file()
+    boxes = (export / "boxes.csv").read_text()
+    assert "carphone_000" in boxes and "noperson" not in boxes and "missing" not in boxes
+
+
+def report(capsys, text: str) -> None:
+    with capsys.disabled():
+        print(f"\n[cluster] {text}")
+
+
+def test_demo_through_cluster_generic_runs_every_job_as_its_own_process(tmp_path, capsys):
+    ids = ("carphone", "missing")
+    wd = make_workdir(tmp_path / "wd", sources=sources_table(*ids), config=CONFIG)
+    state = wd / ".snakemake" / "cluster-generic"
+    try:
+        proc, snakemake_pid, wall = run(
+            wd,
+            "--workflow-profile", str(PROFILES / "cluster-generic"),
+            "--seconds-between-status-checks", "1",  # the profile's 5 s, shortened for the test
+        )
+    finally:  # after a failure or timeout, no job process may outlive the test
+        left = [d.name for d in state.glob("job.*") if not (d / "exitcode").exists()]
+        if left:
+            subprocess.run([str(PROFILES / "cluster-generic" / "cancel.sh"), *left], cwd=wd, check=False)
+    report(capsys, f"cluster-generic run: {wall:.1f} s")
+    assert "Using workflow specific profile" in proc.stdout
+    assert "with external jobid" in proc.stdout  # went through submit.sh
+
+    with (state / "jobs.tsv").open() as fh:
+        jobs = [line.rstrip("\n").split("\t") for line in fh]
+    stats = jobs_ran(proc)
+    submitted = sum(n for rule, n in stats.items() if rule not in LOCAL_RULES)
+    assert len(jobs) == submitted, (stats, jobs)
+    assert sorted(j[2] for j in jobs) == sorted(
+        rule for rule, n in stats.items() if rule not in LOCAL_RULES for _ in range(n))
+    pids = [int(j[1]) for j in jobs]
+    assert len(set(pids)) == len(pids), "every job must be its own process"
+    assert snakemake_pid not in pids and os.getpid() not in pids
+    for jobid, pid, rule, *_ in jobs:
+        assert (state / jobid / "exitcode").read_text().strip() == "0", (state / jobid / "job.log").read_text()
+        # The job's own Snakemake ran exactly this rule, in that process.
+        log = (state / jobid / "job.log").read_text()
+        assert re.search(rf"--target-jobs '?{rule}:", log), log[-2000:]
+    check_outputs(wd, ids)
+
+
+def slurm_test_profile(dest: Path) -> Path:
+    """workflow/profiles/slurm with the few settings this one-node test cluster needs."""
+    profile = yaml.safe_load((PROFILES / "slurm" / "config.yaml").read_text())
+    profile["default-resources"]["slurm_partition"] = "debug"  # the only partition here
+    detect = profile["set-resources"]["detect"]
+    detect["slurm_partition"] = "debug"  # (the profile's gpu partition does not exist here)
+    detect["cpus_per_gpu"] = 2  # the node has 2 CPUs
+    profile["cores"] = 2  # a group job may not ask for more CPUs than the node has
+    profile["slurm-init-seconds-before-status-checks"] = 1  # jobs of seconds: poll soon (profile: 30)
+    profile["slurm-keep-successful-logs"] = True  # the test reads the sbatch logs
+    profile["retries"] = 0  # fail fast
+    dest.mkdir(parents=True)
+    (dest / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+    return dest
+
+
+def test_demo_through_local_slurm(slurm_cluster, tmp_path, capsys):  # noqa: F811
+    report(capsys, f"SLURM start (start_slurm.sh): {slurm_cluster.start_s:.1f} s"
+                   + ("" if slurm_cluster.started_here else " (was already running)"))
+    ids = ("carphone", "noperson")
+    wd = make_workdir(tmp_path / "wd", sources=sources_table(*ids), config=CONFIG)
+    profile = slurm_test_profile(tmp_path / "profile")
+    proc, _, wall = run(wd, "--workflow-profile", str(profile), env=slurm_cluster.env)
+    report(capsys, f"SLURM run: {wall:.1f} s")
+
+    run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
+    submitted = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: (\S+?)\)", proc.stdout))
+    # demo_media x2, one prep group (trim/scenes/motion of both sources), detect x2,
+    # one post group (filter/track/frames of both sources), export, ledger
+    kinds = sorted(Path(log).relative_to(wd / ".snakemake" / "slurm_logs").parts[0] for log in submitted.values())
+    assert kinds == sorted(["rule_demo_media"] * 2 + ["group_prep_motion_scenes_trim"] + ["rule_detect"] * 2
+                           + ["group_post_filter_frames_track"] + ["rule_export", "rule_ledger"]), kinds
+    for log in submitted.values():
+        assert Path(log).is_file()
+    groups = [Path(log).read_text() for log in submitted.values() if "/group_" in log]
+    for text in groups:  # each group job ran its rules for both sources
+        for src in ids:
+            assert f"unit={src}" in text
+
+    # SLURM's own accounting (slurmdbd): every job of this run completed.
+    acct = slurm_cluster.run("sacct", "-X", "-n", "-P", "-j", ",".join(submitted), "--format=JobID,JobName,State")
+    rows = [line.split("|") for line in acct.split()]
+    assert sorted(r[0] for r in rows) == sorted(submitted), acct
+    assert all(r[1] == run_id and r[2] == "COMPLETED" for r in rows), acct
+    # detect asked SLURM for a GPU, export and ledger did not. (sacct does not record
+    # GPUs with the default AccountingStorageTRES; slurmctld remembers finished jobs for
+    # MinJobAge = 300 s, enough for these, which ran last.)
+    for jobid, log in submitted.items():
+        if "/rule_detect/" in log or "/rule_export/" in log or "/rule_ledger/" in log:
+            job = slurm_cluster.run("scontrol", "show", "job", "-o", jobid)
+            assert ("TresPerJob=gres:gpu:1" in job) == ("/rule_detect/" in log), job
+    check_outputs(wd, ids)
