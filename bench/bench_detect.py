@@ -19,15 +19,12 @@ import argparse
 import csv
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("YOLO_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import git_rev, raw_predict, subset_manifest, timed  # noqa: E402
 
 from microg4m import detect, footage, manifest as mf, media  # noqa: E402
 
@@ -51,13 +48,6 @@ def make_source(name: str, n: int, folder: Path) -> Path:
     return path
 
 
-def timed(fn, *a):
-    """(wall seconds, process CPU seconds incl. all threads, result)."""
-    t, c = time.perf_counter(), time.process_time()
-    out = fn(*a)
-    return time.perf_counter() - t, time.process_time() - c, out
-
-
 def bench_run(manifest: Path, args, tmp: Path) -> int:
     stats = detect.run(manifest, tmp / "det.parquet", weights=args.weights, imgsz=args.imgsz, conf=args.conf,
                        batch=args.batch, device=args.device, half=args.half)
@@ -65,12 +55,7 @@ def bench_run(manifest: Path, args, tmp: Path) -> int:
 
 
 def bench_raw(model, frames, args, dev, half) -> int:
-    kw = dict(imgsz=args.imgsz, conf=args.conf, classes=[0], device=dev, quantize=16 if half else None,
-              verbose=False)
-    for i in range(0, len(frames), args.batch):
-        for r in model.predict(frames[i:i + args.batch], batch=args.batch, **kw):
-            r.boxes.xyxy.cpu().numpy()
-    return len(frames)
+    return raw_predict(model, frames, batch=args.batch, imgsz=args.imgsz, conf=args.conf, device=dev, half=half)
 
 
 def bench_reference(model, manifest: Path, clips, kw) -> int:
@@ -82,14 +67,6 @@ def bench_reference(model, manifest: Path, clips, kw) -> int:
             model.track(frame, **kw)
             n += 1
     return n
-
-
-def git_rev() -> str:
-    try:
-        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True).stdout.strip()
-    except OSError:
-        return ""
 
 
 def main(argv=None) -> int:
@@ -112,14 +89,7 @@ def main(argv=None) -> int:
         tmp = Path(tmpdir)
         os.environ.setdefault("YOLO_CONFIG_DIR", str(tmp / "yolo_cfg"))
         if args.manifest:
-            manifest = args.manifest
-            ok = mf.ok_clips(manifest)
-            if len(ok) > args.clips:  # a smaller manifest next to the real clips' copies
-                (tmp / "src").mkdir()
-                for c in ok["clip_id"][: args.clips]:
-                    os.symlink(mf.clip_file(manifest, c).resolve(), tmp / "src" / f"{c}.mp4")
-                manifest = tmp / "src" / "manifest.tsv"
-                mf.write_manifest(manifest, ok.head(args.clips).to_dict("records"))
+            manifest = subset_manifest(args.manifest, args.clips, tmp / "src")
         else:
             (tmp / "src").mkdir()
             manifest = make_source(args.footage, args.clips, tmp / "src")
