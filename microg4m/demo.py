@@ -8,7 +8,6 @@ hard scene cut, no person at all, a source shorter than 3 s, a 25 fps source, a 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from . import media

