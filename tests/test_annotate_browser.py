@@ -16,9 +16,8 @@ import pytest
 
 from microg4m import export
 from microg4m import filter as clip_filter
-from microg4m.annotate.app import create_app
 
-from test_annotate_store import LABEL_MAP, build_results, clip_video  # noqa: F401  (fixture)
+from test_annotate_store import LABEL_MAP, clip_video, make_app  # noqa: F401  (fixture)
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -33,15 +32,7 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason="needs Debian's c
 
 @pytest.fixture
 def served(tmp_path, clip_video):  # noqa: F811
-    video, size = clip_video
-
-    def copy(path: Path):
-        path.write_bytes(video.read_bytes())
-        return size
-
-    res = build_results(tmp_path / "results", clip_maker=copy, size=size)
-    ann = tmp_path / "annotations"
-    app = create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"), str(LABEL_MAP))
+    app, res, ann = make_app(tmp_path, clip_video)
     from werkzeug.serving import make_server
 
     server = make_server("127.0.0.1", 0, app, threaded=True)

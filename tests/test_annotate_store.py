@@ -244,8 +244,8 @@ def clip_video(tmp_path_factory):
     return out, size
 
 
-@pytest.fixture
-def client(tmp_path, clip_video):
+def make_app(tmp_path, clip_video, annotator: str = ""):
+    """The real app over a small results folder whose clips are copies of one real clip."""
     video, size = clip_video
 
     def copy(path: Path):
@@ -254,7 +254,13 @@ def client(tmp_path, clip_video):
 
     res = build_results(tmp_path / "results", clip_maker=copy, size=size)
     ann = tmp_path / "annotations"
-    app = create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"), str(LABEL_MAP), "ann1")
+    app = create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"), str(LABEL_MAP), annotator)
+    return app, res, ann
+
+
+@pytest.fixture
+def client(tmp_path, clip_video):
+    app, _, ann = make_app(tmp_path, clip_video, "ann1")
     return app.test_client(), ann
 
 
