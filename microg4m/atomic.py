@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -41,9 +40,6 @@ def write_text(path: str | os.PathLike, text: str) -> None:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
 
-
-def write_json(path: str | os.PathLike, data) -> None:
-    write_text(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
 def write_csv(path: str | os.PathLike, df, **kwargs) -> None:

@@ -28,6 +28,7 @@ from . import CLIP_FRAMES
 from . import frames as fr
 from . import labels, splits, stats
 from .atomic import atomic_path, write_text, write_tsv
+from .filter import read_decisions
 from .manifest import read_manifest
 
 MAX_ACTIONS = 5  # per person, as in the reference annotation protocol
@@ -96,7 +97,7 @@ def load_clips(manifests, decisions, report: Report) -> pd.DataFrame:
     keep: dict[str, str] = {}
     for path in sorted(map(str, decisions)):
         try:
-            d = fr.read_decisions(path)
+            d = read_decisions(path)
         except (OSError, ValueError) as exc:
             report.add(path, "", f"unreadable filter decisions ({type(exc).__name__}: {exc})")
             continue

@@ -21,6 +21,20 @@ COLUMNS = ["clip_id", "person_share", "cuts", "keep", "reason"]
 EPS = 1e-9  # 54/90 must count as >= 0.6 whatever the float rounding
 
 
+def read_decisions(path: str | os.PathLike) -> pd.DataFrame:
+    """A decision table written by run (``clip_id, person_share, cuts, keep, reason``), as strings."""
+    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = {"clip_id", "keep"} - set(df.columns)
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
+    return df
+
+
+def kept_ids(decisions: pd.DataFrame) -> list[str]:
+    """Clip ids with keep == 1, in table order."""
+    return decisions.loc[decisions["keep"].str.strip() == "1", "clip_id"].tolist()
+
+
 def read_screening(path: str | os.PathLike | None) -> set[str]:
     """Clip ids excluded by hand: one per line, ``#`` comments and blank lines ignored.
 

@@ -24,6 +24,7 @@ import pandas as pd
 from .progress import progress
 from . import CLIP_FRAMES
 from .atomic import write_text, write_tsv
+from .filter import kept_ids, read_decisions
 from .manifest import clip_file, read_manifest
 from .media import MediaError, run_ffmpeg
 
@@ -37,18 +38,9 @@ def frame_path(clip: str, n: int) -> str:
     return f"{clip}/{FRAME_TMPL.format(clip=clip, n=n)}"
 
 
-def read_decisions(path: str | os.PathLike) -> pd.DataFrame:
-    """A filter decision table (``clip_id, person_share, cuts, keep, reason``) as strings."""
-    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-    missing = {"clip_id", "keep"} - set(df.columns)
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(sorted(missing))}")
-    return df
-
-
 def kept_clips(manifest: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
     """Manifest rows of the clips that trim accepted and the filter kept."""
-    keep = set(decisions.loc[decisions["keep"].str.strip() == "1", "clip_id"])
+    keep = set(kept_ids(decisions))
     ok = manifest[(manifest["status"] == "ok") & manifest["clip_id"].isin(keep)]
     return ok.sort_values("clip_id").reset_index(drop=True)
 

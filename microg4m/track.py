@@ -31,6 +31,7 @@ import pandas as pd
 from .progress import progress
 from . import manifest as mf
 from .atomic import write_csv
+from .filter import kept_ids, read_decisions
 from .media import iter_frames
 from .motion import read_motion
 
@@ -254,14 +255,6 @@ def load_detections(path: str | os.PathLike) -> dict[str, dict[int, np.ndarray]]
     return out
 
 
-def kept_clips(decisions: str | os.PathLike) -> list[str]:
-    """Clip ids with keep == 1 in ``filter/{src}.tsv``, in file order."""
-    df = pd.read_csv(decisions, sep="\t", dtype=str, keep_default_na=False)
-    if not {"clip_id", "keep"} <= set(df.columns):
-        raise ValueError(f"{decisions}: not a filter table (needs clip_id and keep columns)")
-    return df.loc[df["keep"].str.strip() == "1", "clip_id"].tolist()
-
-
 def run(manifest, detections, decisions, motion, out, *, box_mode: str = "hold",
         record_conf: float = 0.55, closeup_area: float = 0.5, low_motion: Mapping = LOW_MOTION,
         high_motion: Mapping = HIGH_MOTION, botsort: Mapping | None = None, reid_weights=None,
@@ -274,7 +267,7 @@ def run(manifest, detections, decisions, motion, out, *, box_mode: str = "hold",
     adapt = {"low": Adapt.from_dict(low_motion, "low_motion"),
              "high": Adapt.from_dict(high_motion, "high_motion")}
     ok = mf.ok_clips(manifest).set_index("clip_id")
-    kept = kept_clips(decisions)
+    kept = kept_ids(read_decisions(decisions))
     levels = read_motion(motion)
     for clip in kept:
         if clip not in ok.index:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import frames as fr
+from ..filter import read_decisions
 from ..manifest import read_manifest
 from .errors import Refused
 
@@ -94,7 +94,7 @@ class Results:
                     problems.append(f"{dpath}: no filter decisions yet; clips of {src} not shown")
                 continue
             try:
-                dec = fr.read_decisions(dpath)
+                dec = read_decisions(dpath)
             except (OSError, ValueError) as exc:
                 problems.append(f"{dpath}: unreadable filter decisions ({exc})")
                 continue
