@@ -62,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = _defaults()
     parser = argparse.ArgumentParser(prog="microg4m", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
+    parser.add_argument("--ffmpeg", default=cfg["ffmpeg"], metavar="BINARY",
+                        help="ffmpeg binary (default: the one pinned by imageio-ffmpeg)")
     sub = parser.add_subparsers(dest="stage", required=True, metavar="STAGE")
 
     p = sub.add_parser("download", help="fetch one source with yt-dlp (or link a local film)")
@@ -127,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        from . import media
+
+        media.use_ffmpeg(args.ffmpeg)
         result = _dispatch(args, cfg)
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"microg4m {args.stage}: error: {exc}", file=sys.stderr)

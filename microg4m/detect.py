@@ -1,7 +1,9 @@
-"""Detect stage: YOLO person boxes on every frame of every ok clip of one source.
+"""Detect stage: YOLO boxes on every frame of every ok clip of one source.
 
-The model runs once per frame; its raw person boxes (class 0, low threshold) are cached
-in ``detections/{src}.parquet`` so that filter and track never run YOLO again. Frames
+The model runs once per frame; its raw boxes (low threshold, every class, with the
+class: the reference's tracker sees all of them, so non-person tracks take ids too)
+are cached in ``detections/{src}.parquet`` in the model's own order (confidence
+descending, as its NMS returns them), so that filter and track never run YOLO again. Frames
 are decoded on a worker thread (cv2 releases the GIL) while the model runs, and are fed
 in batches that span clip boundaries; nothing grows with the number of clips except the
 (small) box table, which is flushed to parquet in row groups.
@@ -29,10 +31,11 @@ from .media import MediaError, iter_frames
 from .weights import SETTING, resolve_weights
 
 PERSON = 0
-COLUMNS = ["clip_id", "frame", "x1", "y1", "x2", "y2", "conf"]
+COLUMNS = ["clip_id", "frame", "x1", "y1", "x2", "y2", "conf", "cls"]
 SCHEMA = pa.schema(
     [("clip_id", pa.string()), ("frame", pa.int32())]
     + [(c, pa.float32()) for c in ("x1", "y1", "x2", "y2", "conf")]
+    + [("cls", pa.int16())]
 )
 ROW_GROUP = 65536  # boxes per parquet row group (bounds the in-memory table)
 
@@ -83,24 +86,19 @@ def load_model(weights: str, device: str = "cpu"):
 
 def detect_frames(model, frames: list[np.ndarray], *, imgsz: int = 640, conf: float = 0.1,
                   device: str = "cpu", half: bool = False) -> list[np.ndarray]:
-    """Person boxes of a batch of BGR frames in one forward pass.
+    """Boxes of a batch of BGR frames in one forward pass.
 
-    Returns one float32 array (n, 5) per frame: x1, y1, x2, y2 (pixels), conf; sorted by
-    conf descending (ties by position, so the order is deterministic).
+    Returns one float32 array (n, 6) per frame: x1, y1, x2, y2 (pixels), conf, cls; in the
+    model's order (NMS: confidence descending), which is the order the reference's
+    tracker receives them in.
     """
     if not frames:
         return []
     # quantize=16 is ultralytics' current spelling of half=True (half is deprecated)
-    results = model.predict(frames, imgsz=imgsz, conf=conf, classes=[PERSON], device=device,
+    results = model.predict(frames, imgsz=imgsz, conf=conf, device=device,
                             quantize=16 if half else None, batch=len(frames), verbose=False, save=False)
-    out = []
-    for r in results:
-        b = r.boxes
-        arr = np.concatenate([b.xyxy.float().cpu().numpy(), b.conf.float().cpu().numpy()[:, None]], axis=1)
-        arr = arr.astype(np.float32, copy=False).reshape(-1, 5)
-        order = np.lexsort((arr[:, 3], arr[:, 2], arr[:, 1], arr[:, 0], -arr[:, 4]))
-        out.append(arr[order])
-    return out
+    return [r.boxes.data[:, :6].float().cpu().numpy().astype(np.float32, copy=False).reshape(-1, 6)
+            for r in results]
 
 
 # --- streaming frames ----------------------------------------------------------------
@@ -187,9 +185,10 @@ def batches(items: Iterable[tuple[str, int, np.ndarray]], size: int) -> Iterator
 def _table(rows: list[tuple[str, int, np.ndarray]]) -> pa.Table:
     clip = [c for c, _, a in rows for _ in range(len(a))]
     frame = np.concatenate([np.full(len(a), n, np.int32) for _, n, a in rows]) if rows else np.zeros(0, np.int32)
-    boxes = np.concatenate([a for _, _, a in rows]) if rows else np.zeros((0, 5), np.float32)
+    boxes = np.concatenate([a for _, _, a in rows]) if rows else np.zeros((0, 6), np.float32)
     cols = [pa.array(clip, pa.string()), pa.array(frame, pa.int32())]
     cols += [pa.array(boxes[:, i], pa.float32()) for i in range(5)]
+    cols += [pa.array(boxes[:, 5].astype(np.int16), pa.int16())]
     return pa.Table.from_arrays(cols, schema=SCHEMA)
 
 
@@ -265,5 +264,6 @@ def read_detections(path: str | os.PathLike) -> pd.DataFrame:
         raise ValueError(f"{path}: not a readable parquet file ({exc})") from None
     missing = [c for c in COLUMNS if c not in table.column_names]
     if missing:
-        raise ValueError(f"{path}: detection cache lacks columns {missing}")
+        raise ValueError(f"{path}: detection cache lacks columns {missing} (written by an older "
+                         "microg4m? re-run detect: snakemake --forcerun detect)")
     return table.select(COLUMNS).to_pandas()

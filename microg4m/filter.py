@@ -74,7 +74,8 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
     missing = [c for c in clips["clip_id"] if c not in cut_map]
     if missing:
         raise ValueError(f"no scene cuts for clips {missing[:5]} (scenes table out of date?)")
-    strong = detections[detections["conf"] > person_conf]
+    persons = detections["cls"] == 0 if "cls" in detections else True
+    strong = detections[persons & (detections["conf"] > person_conf)]
     person_frames = strong.groupby("clip_id")["frame"].nunique()
     rows = []
     for clip, frames in zip(clips["clip_id"], clips["frames"]):

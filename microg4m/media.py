@@ -1,8 +1,10 @@
 """Video helpers shared by the stages: the ffmpeg binary, probing and frame decoding.
 
-No system ffmpeg or ffprobe is needed: the ``ffmpeg`` on PATH is used when there is
-one, else the static binary that ``imageio-ffmpeg`` ships. Probing reads ffmpeg's own
-stream header through imageio-ffmpeg; frame counts come from decoding, never from
+One ffmpeg everywhere: the static binary that the pinned ``imageio-ffmpeg`` ships, so
+that the same inputs give the same clips (bytes and frame counts) on every machine,
+whatever else is installed. Another binary (a system ffmpeg with NVENC, say) is chosen
+with the config key ``ffmpeg`` or the CLI option ``--ffmpeg`` (``use_ffmpeg``). Probing
+reads ffmpeg's own stream header; frame counts come from decoding (OpenCV), never from
 container metadata.
 """
 
@@ -25,18 +27,52 @@ class MediaError(RuntimeError):
     """A video that cannot be opened or decoded; the message names the file and why."""
 
 
-@functools.cache
+_CHOSEN: str | None = None  # set by use_ffmpeg; None = imageio-ffmpeg's pinned binary
+
+
+def use_ffmpeg(binary: str | os.PathLike | None) -> str:
+    """Choose the ffmpeg binary for this process (None or "" = the pinned default).
+
+    A bare name is looked up on PATH. Raises MediaError naming the setting when the
+    binary is missing or does not run. Returns the binary's path.
+    """
+    global _CHOSEN
+    if binary in (None, ""):
+        _CHOSEN = None
+        return ffmpeg_exe()
+    found = shutil.which(str(binary))
+    if found is None:
+        raise MediaError(f"ffmpeg = {str(binary)!r}: no such executable")
+    ffmpeg_version(found)  # fails here, naming the setting, if the binary does not run
+    _CHOSEN = found
+    return found
+
+
 def ffmpeg_exe() -> str:
-    """The ffmpeg binary: ``$MICROG4M_FFMPEG``, else ffmpeg on PATH, else imageio-ffmpeg's."""
-    env = os.environ.get("MICROG4M_FFMPEG")
-    if env:
-        return env
-    found = shutil.which("ffmpeg")
-    if found:
-        return found
+    """The ffmpeg binary in use (see use_ffmpeg)."""
+    if _CHOSEN is not None:
+        return _CHOSEN
     import imageio_ffmpeg
 
     return imageio_ffmpeg.get_ffmpeg_exe()
+
+
+def ffmpeg_version(exe: str | None = None) -> str:
+    """The first line of ``ffmpeg -version`` of the binary in use (or of ``exe``)."""
+    return _version(exe or ffmpeg_exe())
+
+
+@functools.cache
+def _version(exe: str) -> str:
+    try:
+        proc = subprocess.run([exe, "-hide_banner", "-version"], capture_output=True, text=True,
+                              errors="replace", timeout=30)
+    except OSError as exc:
+        raise MediaError(f"ffmpeg = {exe!r}: cannot run it ({exc})") from None
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        raise MediaError(f"ffmpeg = {exe!r}: `-version` failed (exit code {proc.returncode})")
+    return lines[0]
 
 
 def run_ffmpeg(args: list[str], what: str) -> str:

@@ -1,4 +1,4 @@
-"""Glue for the thin Snakemake scripts: logging into the rule's log file."""
+"""Glue for the thin Snakemake scripts: logging into the rule's log file, the ffmpeg in use."""
 
 from __future__ import annotations
 
@@ -16,3 +16,9 @@ def start(snakemake) -> None:
         handler = logging.StreamHandler()
     logging.basicConfig(level=logging.INFO, handlers=[handler], force=True,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    params = getattr(snakemake, "params", None)
+    if params is not None and hasattr(params, "ffmpeg"):
+        from . import media
+
+        exe = media.use_ffmpeg(params.ffmpeg)
+        logging.getLogger("microg4m").info("ffmpeg: %s (%s)", exe, media.ffmpeg_version())

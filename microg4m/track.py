@@ -251,6 +251,7 @@ def load_detections(path: str | os.PathLike) -> dict[str, dict[int, np.ndarray]]
     df = read_detections(path)
     out: dict[str, dict[int, np.ndarray]] = {}
     for (clip, frame), g in df.groupby(["clip_id", "frame"], sort=True):
+        g = g[g["cls"] == PERSON]
         out.setdefault(str(clip), {})[int(frame)] = g[["x1", "y1", "x2", "y2", "conf"]].to_numpy(np.float64)
     return out
 

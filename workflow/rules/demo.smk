@@ -6,5 +6,7 @@ rule demo_media:
         "resources/demo/logs/{name}.log",
     conda:
         "../../envs/microg4m.yaml"
+    params:
+        ffmpeg=config["ffmpeg"],
     script:
         "../scripts/demo_media.py"

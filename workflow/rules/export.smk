@@ -11,6 +11,7 @@ rule frames:
         "../../envs/microg4m.yaml"
     params:
         jpeg_quality=config["export"]["jpeg_quality"],
+        ffmpeg=config["ffmpeg"],
     script:
         "../scripts/frames.py"
 

@@ -43,5 +43,6 @@ rule track:
         previews=lambda wc: (
             R(f"previews/{wc.unit}") if config["track"]["previews"] else None
         ),
+        ffmpeg=config["ffmpeg"],
     script:
         "../scripts/track.py"

@@ -13,5 +13,6 @@ rule trim:
         "../../envs/microg4m.yaml"
     params:
         settings=config["trim"],
+        ffmpeg=config["ffmpeg"],
     script:
         "../scripts/trim.py"
