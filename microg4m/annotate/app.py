@@ -10,7 +10,8 @@ JSON API (errors are ``{"error": message}`` with a 4xx/5xx status; nothing is wr
 * ``GET  /clip/<clip>/frame/<n>.jpg`` (frame n, 1-based) and ``GET /clip/<clip>.mp4``.
 
 POST bodies must be JSON (``Content-Type: application/json``): a plain form posted by
-another web site cannot change the files.
+another web site cannot change the files. Requests whose ``Host`` is not an address the
+server answers to, and posts from a foreign ``Origin``, are refused (guard.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..export import MAX_ACTIONS
 from ..labels import LABEL_TYPES, read_label_map
 from .errors import Refused
 from .frames import FrameCache
+from .guard import LOOPBACK, allowed_hosts, install as install_guard
 from .options import actions_path, add_arguments
 from .results import Results
 from .store import Store
@@ -38,14 +40,19 @@ def palette_rgb() -> list[str]:
     return [f"rgb({r},{g},{b})" for b, g, r in preview.PALETTE]
 
 
-def create_app(results: str, actions: str, screening: str, label_map: str, annotator: str = "") -> Flask:
-    """The app over a results folder; bad inputs raise ValueError before it serves."""
+def create_app(results: str, actions: str, screening: str, label_map: str, annotator: str = "",
+               hosts=LOOPBACK) -> Flask:
+    """The app over a results folder; bad inputs raise ValueError before it serves.
+
+    ``hosts``: the host names it answers to (see guard.py); others are refused.
+    """
     lmap = read_label_map(label_map)
     res = Results(results)
     store = Store(res, actions, screening, set(lmap["id"]))
     cache = FrameCache()
     app = Flask(__name__)
     app.json.sort_keys = False
+    install_guard(app, hosts)
 
     @app.errorhandler(Refused)
     def refused(exc: Refused):
@@ -149,7 +156,8 @@ def _inside(path: Path, root: Path) -> Path:
 
 def serve(args: argparse.Namespace) -> None:
     """Serve until interrupted (Ctrl-C)."""
-    app = create_app(args.results, actions_path(args), args.screening, args.label_map, args.annotator)
+    app = create_app(args.results, actions_path(args), args.screening, args.label_map, args.annotator,
+                     hosts=allowed_hosts(args.host, args.allowed_host))
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:

@@ -19,6 +19,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--annotator", default="", help="annotator name ([A-Za-z0-9_-]); selects the actions file")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="another host name the page is reached by (e.g. through a reverse proxy "
+                        "or with --host 0.0.0.0); requests naming any other host are refused")
 
 
 def actions_path(args: argparse.Namespace) -> str:
