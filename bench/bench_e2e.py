@@ -176,7 +176,7 @@ def worker_infer(manifest: Path, args, work: Path) -> dict:
 
 def worker_ours(manifest: Path, args, work: Path) -> dict:
     """The stages in workflow order, each called as its rule's script calls it."""
-    from microg4m import detect, filter as clip_filter, motion, scenes, track
+    from microg4m import detect, filter as clip_filter, motion, scenes, track, tracker
 
     cfg = workflow_config()
     det = {**cfg["detect"], "weights": str(args.weights), "imgsz": args.imgsz, "conf": args.conf,
@@ -192,7 +192,7 @@ def worker_ours(manifest: Path, args, work: Path) -> dict:
     model = detect.load_model(str(args.weights), dev)  # cached: detect.run reuses it
     first = next(media.iter_frames(mf.clip_file(manifest, mf.ok_clips(manifest)["clip_id"][0])))
     detect.detect_frames(model, [first] * batch, imgsz=args.imgsz, conf=args.conf, device=dev, half=half)
-    track.make_tracker(trk.get("botsort"))
+    tracker.make(trk.get("tracker", "ultralytics"), trk.get("botsort"))
     import scenedetect  # noqa: F401
     threads = _torch_threads(args.torch_threads)
     setup = time.perf_counter() - t0

@@ -2,6 +2,17 @@
 
 Reads the detection cache and the scene cuts (never runs YOLO), and writes one decision
 per ok clip to ``filter/{src}.tsv``. Rejected clips are only marked, never deleted.
+
+A frame is a person frame when it has a person box with conf > ``person_conf``. Which
+boxes (``count``):
+
+- ``tracked`` (the reference): the boxes that the reference's bare ``model.track`` call
+  outputs, i.e. ultralytics' BoT-SORT with ultralytics' default settings run on the
+  cached detections. A new track is not output on the frame it starts (unless that is
+  frame 1), so a person entering the clip counts from its second frame. The tracker
+  runs without camera-motion compensation here (no frame is decoded): that only moves
+  predicted boxes, and changed no decision on the test footage (README, fidelity).
+- ``detections``: every cached detection.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from .detect import read_detections
 from .scenes import format_cuts, read_scenes
 
 COLUMNS = ["clip_id", "person_share", "cuts", "keep", "reason"]
+COUNTS = ("tracked", "detections")
 EPS = 1e-9  # 54/90 must count as >= 0.6 whatever the float rounding
 
 
@@ -50,6 +62,29 @@ def read_screening(path: str | os.PathLike | None) -> set[str]:
     return ids
 
 
+def tracked_boxes(detections: pd.DataFrame, clips: pd.DataFrame) -> pd.DataFrame:
+    """The boxes the reference's filter sees, ``clip_id, frame, conf, cls``, for every clip
+    of ``clips`` (``clip_id, frames, width, height``): the output of BoT-SORT with
+    ultralytics' default settings; on a frame where it outputs nothing and holds no new
+    (unconfirmed) track, ultralytics passes the raw detections on, and so does this."""
+    from . import tracker as bot
+
+    by_clip = bot.by_frame(detections)
+    rows = []
+    for clip, frames, width, height in zip(clips["clip_id"], clips["frames"], clips["width"], clips["height"]):
+        t = bot.make("ultralytics", base=bot.ULTRALYTICS_DEFAULT, botsort={"cmc_method": "none"})
+        dets = by_clip.get(clip, {})
+        for n, out in bot.run(t, [None] * int(frames), dets, width=int(width), height=int(height)):
+            if len(out):
+                conf_cls = out[:, [5, 6]]
+            elif n in dets and all(s.is_activated for s in t.tracked_stracks):
+                conf_cls = dets[n][:, [4, 5]]
+            else:
+                continue
+            rows += [(clip, n, float(c), int(k)) for c, k in conf_cls]
+    return pd.DataFrame(rows, columns=["clip_id", "frame", "conf", "cls"])
+
+
 def _check(person_conf, min_person_share, max_cuts) -> None:
     if not 0.0 <= float(person_conf) <= 1.0:
         raise ValueError(f"filter.person_conf = {person_conf!r}: expected a number in [0, 1]")
@@ -64,7 +99,8 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
            ) -> pd.DataFrame:
     """Decisions per clip (pure).
 
-    clips: ``clip_id, frames``; detections: ``clip_id, frame, conf`` (one row per box);
+    clips: ``clip_id, frames``; detections: ``clip_id, frame, conf[, cls]`` (one row per
+    box: the boxes counted, see ``count``);
     cuts: ``clip_id, cuts`` (lists of frame numbers). Returns ``clip_id, person_share
     (float), cuts (list), keep (bool), reason`` in the order of ``clips``. Reason
     precedence: screened > scene_cut > few_persons > kept.
@@ -97,19 +133,23 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
 
 
 def run(manifest: str | os.PathLike, detections: str | os.PathLike, scenes: str | os.PathLike,
-        out: str | os.PathLike, *, person_conf: float = 0.6, min_person_share: float = 0.6, max_cuts: int = 0,
-        screened: Iterable[str] = ()) -> pd.DataFrame:
+        out: str | os.PathLike, *, count: str = "tracked", person_conf: float = 0.6,
+        min_person_share: float = 0.6, max_cuts: int = 0, screened: Iterable[str] = ()) -> pd.DataFrame:
     """Decide every ok clip of ``manifest``; write ``out`` (TSV) and return the decisions.
 
     ``screened``: clip ids excluded by hand (see read_screening). The workflow passes only
     the unit's own ids as a rule param, so an exclusion re-runs only that unit's filter.
     """
     _check(person_conf, min_person_share, max_cuts)
+    if count not in COUNTS:
+        raise ValueError(f"filter.count = {count!r}: expected one of {COUNTS}")
     clips = mf.ok_clips(manifest)
     dets = read_detections(detections)
     unknown = sorted(set(dets["clip_id"]) - set(clips["clip_id"]))
     if unknown:
         raise ValueError(f"{detections}: boxes for clips not ok in {manifest}: {unknown[:5]} (cache out of date?)")
+    if count == "tracked":
+        dets = tracked_boxes(dets, clips)
     table = decide(clips, dets, read_scenes(scenes), person_conf=person_conf, min_person_share=min_person_share,
                    max_cuts=max_cuts, screened=set(screened))
     written = table.assign(

@@ -2,13 +2,15 @@
 
 Shi-Tomasi corners on the first frame, pyramidal Lucas-Kanade over the first frames;
 the points that were tracked become the points of the next step (they are never
-re-detected). Two scores:
+re-detected). When no point is left (or the flow fails) the measurement stops there and
+the pairs measured so far are averaged, as the reference does. Two scores:
 
-- ``score`` (the reference): per frame pair the *sum* of the displacements of the
-  tracked points, averaged over the pairs. It grows with the number of corners found
-  (at most 100) and with the resolution.
-- ``score_norm``: the mean displacement per tracked point and frame pair, divided by
-  the frame diagonal; independent of resolution and of the number of corners.
+- ``score`` (the reference): per frame pair the sum over the tracked points of
+  ``|dx| + |dy|`` (the reference takes ``np.linalg.norm(..., axis=1)`` of an ``(n, 1, 2)``
+  array, which is the absolute value of each coordinate), averaged over the pairs. It
+  grows with the number of corners found (at most 100) and with the resolution.
+- ``score_norm``: the mean Euclidean displacement per tracked point and frame pair,
+  divided by the frame diagonal; independent of resolution and of the number of corners.
 
 ``level`` is ``high`` when the score chosen by ``method`` is above its threshold.
 """
@@ -41,9 +43,9 @@ COLUMNS = ["clip_id", "score", "score_norm", "level"]
 
 @dataclass(frozen=True)
 class Motion:
-    score: float  # reference: mean over frame pairs of the summed point displacement (px)
-    score_norm: float  # mean displacement per tracked point / frame diagonal
-    pairs: int  # frame pairs used
+    score: float  # reference: mean over measured frame pairs of sum(|dx| + |dy|) (px)
+    score_norm: float  # mean Euclidean displacement per tracked point / frame diagonal
+    pairs: int  # frame pairs measured (fewer than frames - 1 when the points were lost)
     points: int  # corners found on the first frame
 
 
@@ -57,20 +59,25 @@ def flow_scores(frames: Iterable[np.ndarray]) -> Motion:
     h, w = prev.shape[:2]
     p0 = cv2.goodFeaturesToTrack(prev, mask=None, **FEATURE_PARAMS)
     n_points = 0 if p0 is None else len(p0)
-    pairs, total, moved_points = 0, 0.0, 0
-    for frame in it:
+    # The reference's sums are float32 (numpy keeps its float32 scalars): so are these.
+    pairs, total, euclid, moved_points = 0, np.float32(0), 0.0, 0
+    for frame in (it if p0 is not None else ()):
         gray = _gray(frame)
+        p1, st, _err = cv2.calcOpticalFlowPyrLK(prev, gray, p0, None, **LK_PARAMS)
+        if p1 is None or st is None:
+            break
+        good = st.reshape(-1) == 1
+        if not good.any():
+            break  # every point lost: average over the pairs measured so far
+        d = p1.reshape(-1, 2)[good] - p0.reshape(-1, 2)[good]
+        total = np.float32(total + np.abs(d).sum(dtype=np.float32))
+        euclid += float(np.linalg.norm(d, axis=1).sum())
+        moved_points += len(d)
         pairs += 1
-        if p0 is not None and len(p0):
-            p1, st, _err = cv2.calcOpticalFlowPyrLK(prev, gray, p0, None, **LK_PARAMS)
-            good = st.reshape(-1) == 1
-            new, old = p1.reshape(-1, 2)[good], p0.reshape(-1, 2)[good]
-            total += float(np.linalg.norm(new - old, axis=1).sum())
-            moved_points += len(new)
-            p0 = new.reshape(-1, 1, 2)
+        p0 = p1.reshape(-1, 2)[good].reshape(-1, 1, 2)
         prev = gray
-    score = total / pairs if pairs else 0.0
-    per_point = total / moved_points if moved_points else 0.0
+    score = float(total / np.float32(pairs)) if pairs else 0.0
+    per_point = euclid / moved_points if moved_points else 0.0
     return Motion(score, per_point / math.hypot(w, h), pairs, n_points)
 
 

@@ -163,3 +163,47 @@ def test_read_screening(tmp_path):
     assert flt.read_screening(p) == {"x_001", "y_002"}
     assert flt.read_screening(None) == set()
     assert flt.read_screening(tmp_path / "missing.txt") == set()
+
+
+# --- which boxes count: the reference's tracker output or every detection ---------------
+
+def cache(spec: dict) -> pd.DataFrame:
+    """A detection cache: clip -> list of (frame, x1, y1, x2, y2, conf, cls)."""
+    rows = [(c, f, *box) for c, boxes in spec.items() for f, *box in boxes]
+    return pd.DataFrame(rows, columns=["clip_id", "frame", "x1", "y1", "x2", "y2", "conf", "cls"])
+
+
+def sized(*ids, frames=90):
+    return pd.DataFrame({"clip_id": list(ids), "frames": [frames] * len(ids), "width": 640, "height": 480})
+
+
+def test_tracked_count_misses_the_first_frame_of_a_new_track():
+    """A person entering at frame 37 is a person frame on 54 of 90 frames (60 %: kept) by the
+    detections, but the reference's model.track outputs a new track only from its second
+    frame: 53 frames, rejected. From frame 1 on, the first frame counts too."""
+    box = (100, 100, 300, 400, 0.9, 0)
+    d = cache({"late": [(f, *box) for f in range(37, 91)], "early": [(f, *box) for f in range(1, 55)],
+               "chair": [(f, 100, 100, 300, 400, 0.9, 56) for f in range(1, 91)]})
+    c = sized("late", "early", "chair")
+    tracked = flt.tracked_boxes(d, c)
+    out = flt.decide(c, tracked, cuts({"late": [], "early": [], "chair": []}))
+    assert out["person_share"].round(4).tolist() == [round(53 / 90, 4), 0.6, 0.0]
+    assert out["reason"].tolist() == ["few_persons", "kept", "few_persons"]
+    raw = flt.decide(c, d, cuts({"late": [], "early": [], "chair": []}))
+    assert raw["reason"].tolist() == ["kept", "kept", "few_persons"]  # a chair is no person
+
+
+def test_tracked_count_passes_raw_boxes_on_when_the_tracker_outputs_nothing():
+    """Like ultralytics: no track and no new track on a frame -> its raw detections (here a
+    box below the tracker's thresholds) are the output. Such boxes are never > 0.6, so no
+    decision depends on it; the box table shows it."""
+    d = cache({"a": [(f, 100, 100, 300, 400, 0.05 + 0.0 * f, 0) for f in range(1, 4)]})
+    tracked = flt.tracked_boxes(d, sized("a", frames=3))
+    assert tracked["frame"].tolist() == [1, 2, 3] and (tracked["conf"] < 0.1).all()
+
+
+def test_count_setting_is_checked(source):
+    with pytest.raises(ValueError, match="filter.count = 'boxes'"):
+        run_filter(source, "bad.tsv", count="boxes")
+    table, _ = run_filter(source, "raw.tsv", count="detections")
+    assert table.set_index("clip_id").loc["src_000", "reason"] == "kept"

@@ -83,6 +83,43 @@ def test_flow_scores_of_a_known_shift():
     assert m.score == pytest.approx(3.0 * m.points, rel=0.1)
 
 
+def _blocks(seed=0):
+    rng = np.random.default_rng(seed)
+    base = (rng.random((60, 80)) > 0.5).astype(np.uint8) * 255
+    return np.kron(base, np.ones((6, 6), np.uint8))  # 360x480 blocks: good corners
+
+
+def test_reference_score_sums_absolute_coordinates():
+    """The reference's np.linalg.norm(axis=1) of (n, 1, 2) arrays is |dx| + |dy| per point:
+    a diagonal shift of (3, 4) px scores 7 per point, not 5."""
+    base = _blocks()
+    frames = [np.roll(np.roll(base, 3 * k, axis=1), 4 * k, axis=0)[60:300, 60:420] for k in range(6)]
+    m = motion.flow_scores(frames)
+    assert m.pairs == 5 and m.points > 20
+    assert m.score == pytest.approx(7.0 * m.points, rel=0.05)
+    assert m.score_norm * math.hypot(360, 240) == pytest.approx(5.0, rel=0.05)  # ours: Euclidean
+
+
+def test_lost_corners_stop_the_measurement():
+    """When every point is lost (here: the picture turns flat grey) the reference stops and
+    averages the pairs measured so far; zero-motion pairs are not counted."""
+    base = _blocks()
+    moving = [np.roll(base, 3 * k, axis=1)[:, 60:420] for k in range(4)]
+    grey = [np.full_like(moving[0], 128)] * 26
+    m = motion.flow_scores(moving + grey)
+    full = motion.flow_scores(moving)
+    assert full.pairs == 3
+    # the pair into the grey frame may still "track" points (with nonsense moves); after it
+    # nothing is left
+    assert m.pairs in (3, 4)
+    if m.pairs == 3:
+        assert m.score == pytest.approx(full.score)
+    assert m.score >= 0.9 * full.score  # not diluted by 26 zero-motion pairs
+    # a flat first frame has no corners at all: no pair, score 0, low
+    none = motion.flow_scores(grey)
+    assert none.points == 0 and none.pairs == 0 and motion.level(none) == "low"
+
+
 def test_bad_settings(clips, tmp_path):
     with pytest.raises(ValueError, match="motion method"):
         motion.run(clips / "manifest.tsv", tmp_path / "m.tsv", method="dense")

@@ -1,0 +1,171 @@
+"""Fidelity against the authors' own scripts: the same clips, decisions, motion levels,
+persons, keyframes and boxes?
+
+    export MICROG4M_MIRROR=<git dir of github lei-qi-233/MicroG-4M>   # the fetch tool gives it
+    .venv/bin/python bench/bench_fidelity.py                 # footage built here (11 sources)
+    .venv/bin/python bench/bench_fidelity.py --footage DIR   # a folder of .mp4 sources
+
+1. Footage: the demo's seven sources plus longer, other segments of the package footage
+   and Debian opencv-doc's vtest.avi (pedestrians) and Megamind.avi (animated film).
+2. The reference: ``../shared/tools/reference-oracle/run_reference.sh`` runs the authors'
+   splitVideo -> filter -> trackPerson on that folder (their code, extracted at run time,
+   never stored here) with the same weights (yolo11n-pose.pt).
+3. microg4m: a real ``snakemake`` run on the same files with the paper's settings and the
+   two settings that the comparison needs to see the same pixels: the ffmpeg the
+   reference uses (the one on PATH: Debian's) and ``trim.preset: medium`` (ffmpeg's
+   default, which the reference uses; microg4m's default is veryfast).
+4. ``compare.py`` of the oracle prints the agreement (its SUMMARY line is kept in
+   ``bench/out/fidelity/summary.json``).
+5. The filter's tracker runs without camera-motion compensation (it decodes no frame):
+   this script also counts the person frames with compensation on the decoded frames and
+   lists every clip whose decision would change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from microg4m import demo, footage, media  # noqa: E402
+
+ORACLE = REPO.parent / "shared" / "tools" / "reference-oracle"
+X264 = ["-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-pix_fmt", "yuv420p"]
+OPENCV_DATA = Path("/usr/share/doc/opencv-doc/examples/data")
+# extra sources: name -> ffmpeg input arguments (before the encoder)
+EXTRA = {
+    "dancerlong": lambda: ["-ss", "30", "-i", str(footage.footage("dancer")), "-t", "30"],
+    "pianistlong": lambda: ["-ss", "40", "-i", str(footage.footage("pianist")), "-t", "30"],
+    "vtest": lambda: ["-i", str(footage.footage("vtest")), "-t", "30"],
+    "bikes": lambda: ["-i", str(footage.footage("bikes"))],
+    "megamind": lambda: ["-i", str(OPENCV_DATA / "Megamind.avi")],
+}
+
+
+def build_footage(folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in demo.RECIPES:
+        if name != "short" and not (folder / f"{name}.mp4").is_file():
+            demo.make(name, folder / f"{name}.mp4")
+    for name, args in EXTRA.items():
+        if not (folder / f"{name}.mp4").is_file():
+            media.run_ffmpeg([*args(), *X264, str(folder / f"{name}.mp4")], what=name)
+
+
+def run_ours(footage_dir: Path, work: Path, ffmpeg: str) -> Path:
+    wd = work / "ours"
+    if wd.exists():
+        shutil.rmtree(wd)
+    (wd / "config").mkdir(parents=True)
+    shutil.copytree(REPO / "annotations", wd / "annotations")
+    rows = ["source_id\turl\tclip_type"] + [f"{p.stem}\t{p.resolve()}\tr" for p in sorted(footage_dir.glob("*.mp4"))]
+    (wd / "config" / "sources.tsv").write_text("\n".join(rows) + "\n")
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["ffmpeg"] = ffmpeg
+    cfg["trim"]["preset"] = "medium"
+    cfg["export"]["frames"] = False
+    (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    env = dict(os.environ, YOLO_OFFLINE="1")
+    env.setdefault("YOLO_CONFIG_DIR", str(wd / ".yolo"))
+    subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(wd),
+                    "--cores", "all", "--quiet", "rules"], check=True, env=env)
+    return wd / "results"
+
+
+def concat(paths, out: Path, sep="\t", **kw) -> Path:
+    frames = [pd.read_csv(p, sep=sep, dtype=str, keep_default_na=False) for p in sorted(paths)]
+    df = pd.concat(frames, ignore_index=True)
+    for col, value in kw.items():
+        df = df[df[col] == value]
+    df.to_csv(out, index=False)
+    return out
+
+
+def compare(oracle: Path, res: Path, work: Path) -> dict:
+    t = work / "tables"
+    t.mkdir(exist_ok=True)
+    args = [
+        "--oracle", str(oracle),
+        "--trimmed", str(concat(res.glob("clips/*/manifest.tsv"), t / "trimmed.csv", status="ok")),
+        "--clip-col", "clip_id", "--frames-col", "frames",
+        "--kept", str(concat(res.glob("filter/*.tsv"), t / "kept.csv")), "--kept-col", "keep", "--kept-value", "1",
+        "--boxes", str(concat(res.glob("tracks/*.csv"), t / "boxes.csv", sep=",")),
+        "--keyframes", str(res / "export" / "boxes.csv"),
+        "--motion", str(concat(res.glob("motion/*.tsv"), t / "motion.csv")), "--motion-col", "level",
+        "--json", str(work / "compare.json"),
+    ]
+    py = os.environ.get("REF_VENV", "/tmp/reference-oracle/venv") + "/bin/python"
+    proc = subprocess.run([py, str(ORACLE / "compare.py"), *args], capture_output=True, text=True, check=True)
+    (work / "compare.txt").write_text(proc.stdout)
+    print(proc.stdout)
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("SUMMARY"))
+    return json.loads(line.split(" ", 1)[1])
+
+
+def filter_cmc_check(res: Path) -> list[dict]:
+    """Person frames of every ok clip with the filter's tracker with and without camera-motion
+    compensation; the clips whose keep/reject would differ."""
+    from microg4m import filter as flt, manifest as mf, tracker as bot
+    from microg4m.detect import read_detections
+
+    changed, clips_seen = [], 0
+    settings = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["filter"]
+    for manifest in sorted(res.glob("clips/*/manifest.tsv")):
+        src = manifest.parent.name
+        clips = mf.ok_clips(manifest)
+        if not len(clips):
+            continue
+        dets = read_detections(res / "detections" / f"{src}.parquet")
+        without = flt.tracked_boxes(dets, clips)
+        by_clip = bot.by_frame(dets)
+        for clip, frames, width, height in zip(clips["clip_id"], clips["frames"], clips["width"], clips["height"]):
+            clips_seen += 1
+            t = bot.make("ultralytics", base=bot.ULTRALYTICS_DEFAULT)
+            with_cmc = [n for n, out in bot.run(t, media.iter_frames(mf.clip_file(manifest, clip)), by_clip.get(clip, {}),
+                                               width=int(width), height=int(height))
+                        if len(out) and ((out[:, 6] == 0) & (out[:, 5] > settings["person_conf"])).any()]
+            w = without[(without.clip_id == clip) & (without.cls == 0) & (without.conf > settings["person_conf"])]
+            a, b = len(set(w["frame"])) / frames, len(set(with_cmc)) / frames
+            keep_a, keep_b = a + 1e-9 >= settings["min_person_share"], b + 1e-9 >= settings["min_person_share"]
+            if keep_a != keep_b:
+                changed.append({"clip_id": clip, "share_without": a, "share_with": b})
+    print(f"filter without / with camera-motion compensation: {len(changed)} of {clips_seen} clips would change: {changed}")
+    return changed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--footage", type=Path, help="folder of .mp4 sources (default: build one under --work)")
+    ap.add_argument("--work", type=Path, default=REPO / "bench" / "out" / "fidelity")
+    ap.add_argument("--ffmpeg", default=shutil.which("ffmpeg"), help="the ffmpeg the reference uses (PATH)")
+    ap.add_argument("--skip-oracle", action="store_true", help="reuse WORK/oracle from an earlier run")
+    a = ap.parse_args()
+    work = a.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    footage_dir = (a.footage or work / "footage").resolve()
+    if a.footage is None:
+        build_footage(footage_dir)
+    oracle = work / "oracle"
+    if not a.skip_oracle:
+        if not os.environ.get("MICROG4M_MIRROR"):
+            sys.exit("set MICROG4M_MIRROR to a bare git copy of lei-qi-233/MicroG-4M (see the oracle's README)")
+        subprocess.run(["bash", str(ORACLE / "run_reference.sh"), str(footage_dir), str(oracle)], check=True)
+    res = run_ours(footage_dir, work, a.ffmpeg)
+    summary = compare(oracle, res, work)
+    summary["filter_cmc_changes"] = filter_cmc_check(res)
+    (work / "summary.json").write_text(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
