@@ -19,6 +19,7 @@ too, so the page warns about exactly what the drafting stage drops.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections import Counter
 from pathlib import Path
@@ -171,17 +172,35 @@ def check_entry(entry) -> dict:
             "reviewer": entry.get("reviewer"), "updated": entry.get("updated"), "draft": entry.get("draft")}
 
 
-def read_reviews(path) -> dict[str, dict]:
-    """Clip id -> raw entry of a reviews file ``{"clips": {id: entry}}``; {} when there is
-    none. A file that is not such JSON raises :class:`VQAError` naming it."""
+def read_reviews_doc(path) -> dict:
+    """A reviews file ``{"version": 1, "clips": {id: entry}}`` (``{"clips": {}}`` when there is
+    none). A file that is not such JSON raises :class:`VQAError` naming it."""
     path = Path(path)
     if not path.is_file():
-        return {}
+        return {"clips": {}}
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise VQAError(f"{path}: not readable JSON ({exc}); fix it by hand") from None
-    clips = doc.get("clips") if isinstance(doc, dict) else None
-    if not isinstance(clips, dict):
+    if not isinstance(doc, dict) or not isinstance(doc.get("clips"), dict):
         raise VQAError(f'{path}: expected {{"clips": {{clip_id: entry}}}}; fix it by hand')
-    return clips
+    return doc
+
+
+def read_reviews(path) -> dict[str, dict]:
+    """Clip id -> raw entry (check each with :func:`check_entry`)."""
+    return read_reviews_doc(path)["clips"]
+
+
+def read_drafts(paths) -> dict[str, dict]:
+    """Clip id -> draft record, over draft files (unreadable files are skipped)."""
+    out = {}
+    for path in sorted(map(str, paths)):
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            for rec in doc.get("clips", []):
+                if isinstance(rec, dict) and isinstance(rec.get("video_id"), str):
+                    out[rec["video_id"]] = rec
+        except (OSError, ValueError, AttributeError) as exc:
+            logging.getLogger(__name__).warning("%s: unreadable drafts (%s)", path, exc)
+    return out

@@ -140,16 +140,3 @@ def run(manifest, decisions, out, *, downloads=None, url: str, model: str, api_k
     write_text(out, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     return counts
 
-
-def read_drafts(paths) -> dict[str, dict]:
-    """Clip id -> draft record, over draft files (unreadable files are skipped)."""
-    out = {}
-    for path in sorted(map(str, paths)):
-        try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8"))
-            for rec in doc.get("clips", []):
-                if isinstance(rec, dict) and isinstance(rec.get("video_id"), str):
-                    out[rec["video_id"]] = rec
-        except (OSError, ValueError, AttributeError) as exc:
-            log.warning("%s: unreadable drafts (%s)", path, exc)
-    return out
