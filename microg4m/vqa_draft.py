@@ -115,6 +115,8 @@ def run(manifest, decisions, out, *, downloads=None, url: str, model: str, api_k
     for path in [downloads] if isinstance(downloads, (str, os.PathLike)) else (downloads or []):
         titles.update({r["source_id"]: r.get("title") or "" for r in read_records(path)})
     phash = prompt_hash(caption_prompt, qa_prompt)
+    for name in ("httpx", "httpx2"):  # one INFO line per request would bury the per-clip results
+        logging.getLogger(name).setLevel(logging.WARNING)
     records = []
     if len(clips):
         endpoint = Endpoint(url=url, model=model, api_key_env=api_key_env, **endpoint_settings)

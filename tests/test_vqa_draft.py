@@ -101,6 +101,22 @@ def test_a_missing_key_variable_is_named_and_a_wrong_key_fails_each_clip_without
     assert "connection error" in json.loads(args[2].read_text())["clips"][0]["reason"]
 
 
+def test_the_command_line_drafts_and_exports_with_the_same_code(tmp_path, clip_video, capsys):  # noqa: F811
+    from microg4m import cli
+
+    res = build_results(tmp_path / "results", *clip_video)
+    out = tmp_path / "film.json"
+    with StubVLM(model=MODEL, api_key=None, frames=FRAMES, frame_size=SIZE) as stub:
+        assert cli.main(["vqa-draft", str(res / "clips/film/manifest.tsv"), str(res / "filter/film.tsv"), str(out),
+                         "--url", stub.url, "--model", MODEL, "--frames", str(FRAMES), "--frame-size", str(SIZE),
+                         "--caption-prompt", CAPTION_PROMPT, "--qa-prompt", QA_PROMPT, "--no-unanswerable"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"clips": 1, "ok": 1, "failed": 0}
+    rec = json.loads(out.read_text())["clips"][0]
+    assert rec["status"] == "ok" and UNANSWERABLE not in [p["A"] for p in rec["qa_pairs"]]
+    assert cli.main(["vqa-export", str(res), str(tmp_path / "vqa"), "--reviews", str(tmp_path / "none.json")]) == 0
+    assert (tmp_path / "vqa" / "vqa_and_captioning.json").read_text() == "[]"
+
+
 @pytest.fixture(scope="module")
 def drafted(tmp_path_factory, clip_video):  # noqa: F811
     """One Snakemake run of vqa_draft (both units) and vqa_export, then the report."""

@@ -1,21 +1,3 @@
-from microg4m.vqa import EXPORT_STAT_FILES as VQA_STAT_FILES
-
-
-def vqa_reviews_input(wildcards):
-    """The reviewed captions and QA pairs, when there are any (an edit re-runs vqa_export)."""
-    path = Path(config["vqa"]["reviews"])
-    return [str(path)] if path.is_file() else []
-
-
-# What `all` asks for: drafts only when enabled; the VQA export once there are reviews
-# (or drafts to review), so that a run without either has no VQA job at all.
-VQA_TARGETS = []
-if config["vqa"]["draft"]["enabled"]:
-    VQA_TARGETS += expand(R("vqa_drafts/{unit}.json"), unit=UNITS)
-if config["vqa"]["draft"]["enabled"] or Path(config["vqa"]["reviews"]).is_file():
-    VQA_TARGETS.append(R("vqa/vqa_and_captioning.json"))
-
-
 rule vqa_draft:
     """Draft a caption and QA pairs for every kept clip of a unit with a vision-language model."""
     input:

@@ -364,7 +364,7 @@ async function sendScreening() {
   if (!r) { $("exclude").checked = S.clip.excluded; return; }
   S.clip.excluded = r.excluded;
   S.clip.reason = r.reason;
-  if (r.excluded) $("reason").value = r.reason;
+  if (r.excluded && document.activeElement !== $("reason")) $("reason").value = r.reason; // keep what is being typed
   updateEntry();
   renderScreening();
   renderPersons();
