@@ -269,3 +269,13 @@ def test_the_export_without_reviews_is_an_empty_list(tmp_path):
                              reviews=None, out_dir=root / "vqa")
     assert summary["exported"] == 0 and (root / "vqa" / "vqa_and_captioning.json").read_text() == "[]"
     assert (root / "vqa" / "statistics" / "vqa_statistics.png").stat().st_size > 0
+
+
+def test_the_config_and_the_schema_agree_on_the_vqa_defaults():
+    import yaml
+
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())["properties"]["vqa"]
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["vqa"]
+    assert config["reviews"] == schema["properties"]["reviews"]["default"]
+    assert config["draft"] == {k: v["default"] for k, v in schema["properties"]["draft"]["properties"].items()}
+    assert config["draft"]["enabled"] is False  # off by default
