@@ -19,6 +19,7 @@ import cv2
 import numpy as np
 import openai
 
+from . import CLIP_FRAMES
 from .media import iter_frames
 
 T = TypeVar("T")
@@ -43,15 +44,15 @@ def frame_indices(total: int, n: int) -> list[int]:
     return [int((2 * k + 1) * total / (2 * n)) for k in range(n)]
 
 
-def sample_frames(path, n: int, size: int, quality: int = 85) -> list[str]:
-    """``n`` evenly spread frames of a clip as ``data:image/jpeg;base64,...`` URLs, the
-    longer side scaled down to ``size`` pixels (never up)."""
-    frames = list(iter_frames(path))
-    if not frames:
-        raise ValueError(f"{path}: no decodable frames")
+def sample_frames(path, n: int, size: int, quality: int = 85, total: int = CLIP_FRAMES) -> list[str]:
+    """``n`` frames spread evenly over the clip's ``total`` frames as
+    ``data:image/jpeg;base64,...`` URLs, the longer side scaled down to ``size`` pixels
+    (never up). Only the chosen frames are kept while decoding."""
+    wanted = set(frame_indices(total, n))
     urls = []
-    for i in frame_indices(len(frames), n):
-        img = frames[i]
+    for i, img in enumerate(iter_frames(path, limit=max(wanted) + 1)):
+        if i not in wanted:
+            continue
         h, w = img.shape[:2]
         k = size / max(h, w)
         if k < 1:
@@ -60,6 +61,8 @@ def sample_frames(path, n: int, size: int, quality: int = 85) -> list[str]:
         if not ok:
             raise ValueError(f"{path}: JPEG encoding of frame {i + 1} failed")
         urls.append("data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode("ascii"))
+    if not urls:
+        raise ValueError(f"{path}: no decodable frames")
     return urls
 
 

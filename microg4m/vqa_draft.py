@@ -74,7 +74,7 @@ def draft_clip(endpoint: Endpoint, path: Path, clip: dict, *, title: str, frames
            "candidates": [], "model": endpoint.model, "prompt_hash": phash, "time": "", "attempts": 0}
     stage = "frames"
     try:
-        images = sample_frames(path, frames, frame_size, jpeg_quality)
+        images = sample_frames(path, frames, frame_size, jpeg_quality, total=int(clip["frames"]))
         stage = "caption"
         text = string.Template(caption_prompt).safe_substitute(
             video_id=clip["clip_id"], source_id=clip["source_id"], title=title, frames=len(images))

@@ -23,6 +23,7 @@ import yaml
 from microg4m import vqa_draft
 from microg4m.download import RECORD_COLUMNS
 from microg4m.manifest import write_manifest
+from microg4m.media import read_frames
 from microg4m.vlm import frame_indices, sample_frames
 from microg4m.vqa import MAX_PAIRS, UNANSWERABLE, warnings_for
 from test_annotate_store import clip_video  # noqa: F401  (fixture)
@@ -43,7 +44,7 @@ QA_PROMPT = 'Clip: $video_id. Caption: "$caption". Write $candidates pairs, we k
 def draft_settings(url: str, **over) -> dict:
     s = dict(url=url, model=MODEL, api_key_env=KEY_ENV, frames=FRAMES, frame_size=SIZE, jpeg_quality=80,
              caption_prompt=CAPTION_PROMPT, qa_prompt=QA_PROMPT, candidates=11, keep=6, unanswerable=True,
-             temperature=0.0, max_tokens=256, timeout_seconds=1.0, retries=3, backoff_seconds=0.05, concurrency=4)
+             temperature=0.0, max_tokens=256, timeout_seconds=2.5, retries=3, backoff_seconds=0.05, concurrency=4)
     s.update(over)
     return s
 
@@ -77,8 +78,16 @@ def test_frames_are_spread_evenly_and_sent_as_small_jpegs(clip_video):  # noqa: 
     assert frame_indices(90, 1) == [45] and frame_indices(3, 8) == [0, 1, 2]
     urls = sample_frames(clip_video[0], 3, 100, 80)
     assert len(urls) == 3 and all(u.startswith("data:image/jpeg;base64,") for u in urls)
-    img = cv2.imdecode(np.frombuffer(base64.b64decode(urls[0].split(",", 1)[1]), np.uint8), cv2.IMREAD_COLOR)
-    assert max(img.shape[:2]) == 100  # 320 px wide clip, scaled down to 100
+    imgs = [cv2.imdecode(np.frombuffer(base64.b64decode(u.split(",", 1)[1]), np.uint8), cv2.IMREAD_COLOR)
+            for u in urls]
+    assert max(imgs[0].shape[:2]) == 100  # 320 px wide clip, scaled down to 100
+    frames = read_frames(clip_video[0])
+    for img, i in zip(imgs, frame_indices(90, 3)):  # frames 16, 46, 76 of the clip, in order
+        want = cv2.resize(frames[i], (img.shape[1], img.shape[0]), interpolation=cv2.INTER_AREA)
+        others = [cv2.resize(frames[j], (img.shape[1], img.shape[0]), interpolation=cv2.INTER_AREA)
+                  for j in frame_indices(90, 3) if j != i]
+        diff = np.abs(img.astype(int) - want).mean()
+        assert diff < 4 and all(diff < np.abs(img.astype(int) - o).mean() for o in others)
 
 
 def test_a_missing_key_variable_is_named_and_a_wrong_key_fails_each_clip_without_retries(
@@ -124,7 +133,7 @@ def drafted(tmp_path_factory, clip_video):  # noqa: F811
     build_results(wd / "results", *clip_video)
     sources = "source_id\turl\tclip_type\niss\tfilms/iss.mp4\tr\nfilm\tfilms/film.mp4\tm\n"
     with StubVLM(model=MODEL, api_key=KEY, frames=FRAMES, frame_size=SIZE, behaviour=BEHAVIOUR,
-                 slow_seconds=1.6, reply_delay=0.2) as stub:
+                 slow_seconds=3.5, reply_delay=0.2) as stub:
         make_workdir(wd, sources=sources, config={"vqa": {"draft": {"enabled": True, **draft_settings(stub.url)}}})
         reviews = {"clips": {
             "iss_000": {"caption": CAPTION, "qa_pairs": [{"Q": "What does the astronaut reach for?",
