@@ -107,6 +107,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group-by", choices=["clip", "source"], default="clip")
     p.add_argument("--seed", type=int, default=42)
 
+    p = sub.add_parser("vqa-draft", help="draft captions and QA pairs of the kept clips with a VLM endpoint")
+    p.add_argument("manifest"), p.add_argument("decisions"), p.add_argument("out", help="drafts JSON to write")
+    p.add_argument("--downloads", help="download table of the unit (gives the prompt's $title)")
+    p.add_argument("--no-unanswerable", action="store_true", help="keep no 'Not mentioned' pair")
+    _add_options(p, cfg["vqa"]["draft"], skip=("enabled", "unanswerable"))
+
+    p = sub.add_parser("vqa-export", help="vqa_and_captioning.json and statistics of the reviewed clips")
+    p.add_argument("results", help="results folder of a run (clips/, filter/)")
+    p.add_argument("out_dir")
+    p.add_argument("--reviews", default=cfg["vqa"]["reviews"], help="(default: %(default)s)")
+
     p = sub.add_parser("ledger", help="status of every source and clip of a results folder")
     p.add_argument("results")
 
@@ -197,6 +208,20 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
                           tracks=[res / "tracks" / f"{s}.csv" for s in srcs],
                           out_dir=args.out_dir, actions=args.actions, label_map=args.label_map,
                           seed=args.seed, group_by=args.group_by)
+    if stage == "vqa-draft":
+        from . import vqa_draft
+
+        settings = _settings(args, {k: v for k, v in cfg["vqa"]["draft"].items() if k != "enabled"}, {})
+        settings["unanswerable"] = not args.no_unanswerable
+        return vqa_draft.run(args.manifest, args.decisions, args.out, downloads=args.downloads, **settings)
+    if stage == "vqa-export":
+        from . import vqa_export
+
+        res = Path(args.results)
+        srcs = sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
+        return vqa_export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
+                              decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
+                              reviews=args.reviews, out_dir=args.out_dir)
     if stage == "ledger":
         from . import ledger
 

@@ -8,6 +8,7 @@ JSON API (errors are ``{"error": message}`` with a 4xx/5xx status; nothing is wr
 * ``POST /api/actions``: ``{clip_id, person_id, action, op: "add"|"remove"}``.
 * ``POST /api/screening``: ``{clip_id, excluded: true|false, reason}``.
 * ``GET  /clip/<clip>/frame/<n>.jpg`` (frame n, 1-based) and ``GET /clip/<clip>.mp4``.
+* ``/api/vqa...``: the caption and QA-pair editors (vqa_routes.py).
 
 POST bodies must be JSON (``Content-Type: application/json``): a plain form posted by
 another web site cannot change the files. Requests whose ``Host`` is not an address the
@@ -34,6 +35,8 @@ from .guard import LOOPBACK, allowed_hosts, install as install_guard
 from .options import actions_path, add_arguments
 from .results import Results
 from .store import Store
+from .vqa_routes import install as install_vqa
+from .vqa_store import VQAStore
 
 def palette_rgb() -> list[str]:
     """The preview colours (BGR there) as CSS colours, person n -> [(n - 1) % len]."""
@@ -41,10 +44,11 @@ def palette_rgb() -> list[str]:
 
 
 def create_app(results: str, actions: str, screening: str, label_map: str, annotator: str = "",
-               hosts=LOOPBACK) -> Flask:
+               hosts=LOOPBACK, vqa_reviews: str | None = None) -> Flask:
     """The app over a results folder; bad inputs raise ValueError before it serves.
 
     ``hosts``: the host names it answers to (see guard.py); others are refused.
+    ``vqa_reviews``: the captions/QA reviews file (default: vqa_reviews.json beside the actions).
     """
     lmap = read_label_map(label_map)
     res = Results(results)
@@ -53,6 +57,7 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
     app = Flask(__name__)
     app.json.sort_keys = False
     install_guard(app, hosts)
+    install_vqa(app, res, VQAStore(res, vqa_reviews or Path(actions).parent / "vqa_reviews.json", annotator))
 
     @app.errorhandler(Refused)
     def refused(exc: Refused):
@@ -157,7 +162,7 @@ def _inside(path: Path, root: Path) -> Path:
 def serve(args: argparse.Namespace) -> None:
     """Serve until interrupted (Ctrl-C)."""
     app = create_app(args.results, actions_path(args), args.screening, args.label_map, args.annotator,
-                     hosts=allowed_hosts(args.host, args.allowed_host))
+                     hosts=allowed_hosts(args.host, args.allowed_host), vqa_reviews=args.vqa_reviews)
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:

@@ -16,6 +16,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--screening", default="annotations/screening_excluded.txt",
                    help="screening file the filter reads (default: annotations/screening_excluded.txt)")
     p.add_argument("--label-map", default="annotations/label_map.pbtxt")
+    p.add_argument("--vqa-reviews", default=None, metavar="JSON",
+                   help="reviewed captions and QA pairs to write (default: vqa_reviews.json beside the "
+                        "actions file, i.e. annotations/vqa_reviews.json; the workflow reads vqa.reviews)")
     p.add_argument("--annotator", default="", help="annotator name ([A-Za-z0-9_-]); selects the actions file")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8765)

@@ -76,3 +76,22 @@ def actions_input(wildcards):
     """The human action labels, when there are any (editing them re-runs the export)."""
     path = Path(config["export"]["actions"])
     return [str(path)] if path.is_file() else []
+
+
+# ---------------------------------------------------------------- captions and VQA (rules/vqa.smk)
+from microg4m.vqa import EXPORT_STAT_FILES as VQA_STAT_FILES
+
+
+def vqa_reviews_input(wildcards):
+    """The reviewed captions and QA pairs, when there are any (an edit re-runs vqa_export)."""
+    path = Path(config["vqa"]["reviews"])
+    return [str(path)] if path.is_file() else []
+
+
+# What `all` asks for: drafts only when enabled; the VQA export once there are reviews
+# (or drafts to review), so that a run without either has no VQA job at all.
+VQA_TARGETS = []
+if config["vqa"]["draft"]["enabled"]:
+    VQA_TARGETS += expand(R("vqa_drafts/{unit}.json"), unit=UNITS)
+if config["vqa"]["draft"]["enabled"] or Path(config["vqa"]["reviews"]).is_file():
+    VQA_TARGETS.append(R("vqa/vqa_and_captioning.json"))

@@ -93,6 +93,7 @@ function renderClipList() {
   }
   const cur = list.querySelector(".current");
   if (cur) cur.scrollIntoView({ block: "nearest" });
+  if (window.vqaMarkList) vqaMarkList(); // reviewed captions (vqa.js)
 }
 
 async function openClip(id) {
@@ -129,6 +130,7 @@ async function openClip(id) {
   renderPersons();
   renderClipList();
   draw();
+  if (window.vqaClipOpened) vqaClipOpened(id, same); // the caption and QA editors (vqa.js)
 }
 
 function stepClip(delta) {
@@ -362,7 +364,7 @@ async function sendScreening() {
   if (!r) { $("exclude").checked = S.clip.excluded; return; }
   S.clip.excluded = r.excluded;
   S.clip.reason = r.reason;
-  if (r.excluded) $("reason").value = r.reason;
+  if (r.excluded && document.activeElement !== $("reason")) $("reason").value = r.reason; // keep what is being typed
   updateEntry();
   renderScreening();
   renderPersons();
@@ -378,7 +380,7 @@ function onKey(ev) {
     if (ev.key === "Escape" || ev.key === "Enter") t.blur(); // blur saves (change event)
     return;
   }
-  if (t.tagName === "INPUT" && t.type === "text") return;
+  if ((t.tagName === "INPUT" && t.type === "text") || t.tagName === "TEXTAREA") return;
   const keys = {
     " ": () => setPlaying(!S.playing),
     ArrowLeft: () => { setPlaying(false); setFrame(S.frame - 1); },
