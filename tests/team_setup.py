@@ -17,6 +17,7 @@ from microg4m.annotate.team import accounts
 from microg4m.annotate.team.options import Settings
 from microg4m.annotate.team.project import Project
 
+REPO_DOCS = Path(__file__).resolve().parents[1] / "docs"
 HEADER = "video_id,movie_or_real,person_id,action\n"
 SCREENING_HEADER = "# Clips excluded by hand (one id per line; '# reason' after it). Read by the filter stage.\n"
 
