@@ -220,7 +220,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "team":
         from .annotate.team import cli as team_cli
 
-        return team_cli.run(args)
+        return team_cli.run(args, cfg)
     if stage == "agreement":
         from .annotate import agreement
 

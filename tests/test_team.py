@@ -329,3 +329,60 @@ def test_report_gives_the_figures_of_microg4m_agreement(tmp_path):
     assert summary["positive_agreement"] == 0.75  # 2·3 / (2·3 + 2)
     assert len(written) == 7
     conn.close()
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def test_command_line_manages_accounts_and_writes_the_report(tmp_path, monkeypatch, capsys):
+    import io
+    import json
+
+    import yaml
+
+    from microg4m import cli
+    from test_annotate_store import build_results
+
+    build_results(tmp_path / "results")
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.yaml").write_text(yaml.safe_dump({
+        "export": {"label_map": str(LABEL_MAP)}, "team": {"report_dir": "annotations/report"}}))
+    monkeypatch.chdir(tmp_path)  # the paths are the config's (and the schema's defaults), relative
+
+    def team(*args, stdin=""):
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+        code = cli.main(["team", *args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    assert team("rebuild")[2].startswith("microg4m team: error: team database annotations/team.sqlite not found")
+    assert team("user", "add", "alice", "--password-stdin", stdin="secret-of-alice\n")[:2] == (
+        0, "added annotator alice\n")
+    assert team("user", "add", "judy", "--role", "adjudicator", "--password-stdin", stdin="secret-of-judy\n")[0] == 0
+    for args, stdin, message in ((("add", "alice"), "secret-of-alice\n", "user alice exists already"),
+                                 (("add", "a b"), "secret-of-ab\n", "user name 'a b'"),
+                                 (("add", "@final"), "secret-of-x\n", "user name '@final'"),
+                                 (("add", "dave"), "short\n", "password too short"),
+                                 (("add", "dave"), "", "no line on stdin"),
+                                 (("passwd", "nobody"), "secret-of-x\n", "no user 'nobody'"),
+                                 (("disable",), "", "give the user name")):
+        code, _, err = team("user", *args, "--password-stdin", stdin=stdin)
+        assert code == 1 and message in err, (args, err)
+    assert team("user", "passwd", "alice", "--password-stdin", stdin="a-new-secret\n")[0] == 0
+    assert team("user", "disable", "alice")[0] == 0
+    listed = [ln.split("\t")[:3] for ln in team("user", "list")[1].splitlines()]
+    assert listed == [["alice", "annotator", "disabled"], ["judy", "adjudicator", "active"]]
+    assert team("user", "enable", "alice")[0] == 0
+    conn = connect(tmp_path / "annotations" / "team.sqlite")
+    assert accounts.verify(conn, "alice", "a-new-secret") and not accounts.verify(conn, "alice", "secret-of-alice")
+    conn.close()
+    code, out, _ = team("assign")
+    assert code == 0 and json.loads(out) == {"assigned": 3, "clips": {c: ["alice"] for c in
+                                                                      ("dancer_000", "dancer_001", "film_000")}}
+    assert json.loads(team("assign")[1])["assigned"] == 0  # nothing new
+    assert json.loads(team("status")[1])["summary"]["clips_pending"] == 3
+    written = json.loads(team("report")[1])["written"]
+    assert "annotations/report/agreement_actions.tsv" in written
+    assert (tmp_path / "annotations" / "report" / "adjudication.tsv").read_text().startswith("clip_id\tstatus\t")
+    assert "annotators_per_clip = 0" in team("assign", "--per-clip", "0")[2]
+    assert "results folder nowhere not found" in team("status", "--results", "nowhere")[2]

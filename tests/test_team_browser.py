@@ -63,9 +63,13 @@ def label(page, clip: str, choices: dict, exclude: str | None = None) -> None:
     page.click(f"#clip-list div[data-clip='{clip}']")
     wait_text(page, "#clip-id", clip)
     if exclude is not None:
-        page.keyboard.press("x")
+        # x excludes at once; the reason follows (typed only once the exclusion is answered:
+        # annotate.js puts the answer's reason into the box, which would eat early keystrokes)
+        with page.expect_response("**/api/screening"):
+            page.keyboard.press("x")
         page.keyboard.type(exclude)
-        page.keyboard.press("Enter")
+        with page.expect_response("**/api/screening"):
+            page.keyboard.press("Enter")
         page.wait_for_function("() => document.getElementById('screen-status').textContent.startsWith('excluded')")
         return
     for person, actions in choices.items():
@@ -101,7 +105,7 @@ def test_two_annotators_an_adjudicator_and_the_export(team):
             wait_text(bob, "#progress-text", "3 / 3 clips done")
             # bob's page shows bob's labels only
             bob.click("#clip-list div[data-clip='dancer_000']")
-            bob.wait_for_selector(".person[data-person='1'] .chip")
+            wait_text(bob, "#clip-id", "dancer_000")
             assert [t.replace("×", "").strip() for t in bob.locator(".person[data-person='1'] .chip")
                     .all_inner_texts()] == ["stand"]
 

@@ -40,7 +40,7 @@ def site(upstream: int, http_port: int, https_port: int, cert: Path, key: Path) 
     text = (REPO_DOCS / "team-nginx.conf").read_text()
     for old, new in ((r"listen \[::\]:\d+[^;]*;\n", ""), (r"listen 80;", f"listen 127.0.0.1:{http_port};"),
                      (r"listen 443 ssl;", f"listen 127.0.0.1:{https_port} ssl;"),
-                     (r"annotate\.lab\.example\.org", NAME), (r"127\.0\.0\.1:8765", f"127.0.0.1:{upstream}"),
+                     (r"annotate\.lab\.example\.org", NAME), (r"127\.0\.0\.1:8765;", f"127.0.0.1:{upstream};"),
                      (r"ssl_certificate\s+\S+;", f"ssl_certificate {cert};"),
                      (r"ssl_certificate_key\s+\S+;", f"ssl_certificate_key {key};")):
         text, n = re.subn(old, new, text)
@@ -133,5 +133,10 @@ def test_nginx_example_serves_team_mode_over_tls(proxied):
             assert session["secure"] and session["httpOnly"] and session["sameSite"] == "Strict"
         finally:
             browser.close()
-    rows = [r for r in project.connect().execute("SELECT who, clip_id, after FROM changes")]
-    assert [tuple(r) for r in rows] == [("alice", "dancer_000", "[14]")]
+    conn = project.connect()
+    rows = [tuple(r) for r in conn.execute("SELECT who, clip_id, after FROM changes")]
+    conn.close()
+    assert rows == [("alice", "dancer_000", "[14]")]
+    # guessing passwords: the login page is rate-limited by the proxy
+    statuses = [https(https_port, cert, "GET", "/login", {"Host": NAME})[0].status for _ in range(15)]
+    assert statuses[0] == 200 and 503 in statuses, statuses

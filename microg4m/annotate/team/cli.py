@@ -80,9 +80,9 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
         server.server_close()
 
 
-def run(args: argparse.Namespace):
-    """Run one team command; returns what to print (dict or text)."""
-    s = settings(args, _defaults())
+def run(args: argparse.Namespace, defaults: dict | None = None):
+    """Run one team command; returns what to print (dict or text). ``defaults``: the schema's."""
+    s = settings(args, defaults if defaults is not None else _defaults())
     if args.team_command == "user":
         return _user(args, s)
     from .project import Project

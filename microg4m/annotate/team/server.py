@@ -224,6 +224,10 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
             project.files.sync(c)
         return out, seqs
 
+    def settled(cn, c, persons: list[int], seqs: list[int]) -> list[int]:
+        """The seqs of an annotator's change, and of the final labels it brought in line."""
+        return seqs + decisions.settle(cn, c, persons, assign.annotators_of(cn, c.clip_id)) if seqs else seqs
+
     @app.post("/api/actions")
     @role("annotator")
     def change_action():
@@ -238,11 +242,9 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
         aid = check_action(project.label_ids, data.get("action")) if op == "add" else data.get("action")
         if op == "remove" and (isinstance(aid, bool) or not isinstance(aid, int)):
             raise Refused(400, f"action must be an integer id, got {aid!r}")
-        assigned = assign.annotators_of(conn(), c.clip_id)
-
         def fn(cn):
             acts, seqs = decisions.change_action(cn, me, c, persons, pid, aid, op == "add")
-            return acts, seqs + (decisions.settle(cn, c, persons, assigned) if seqs else [])
+            return acts, settled(cn, c, persons, seqs)
 
         acts, seqs = write(fn)
         return jsonify(clip_id=c.clip_id, person_id=pid, actions=acts, seq=seqs)
@@ -258,11 +260,9 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
             raise Refused(400, f"excluded must be true or false, got {excluded!r}")
         reason = check_reason(data.get("reason", ""))
         persons = res.persons(c.clip_id)
-        assigned = assign.annotators_of(conn(), c.clip_id)
-
         def fn(cn):
             seqs = decisions.change_exclusion(cn, me, c, excluded, reason)
-            return None, seqs + (decisions.settle(cn, c, persons, assigned) if seqs else [])
+            return None, settled(cn, c, persons, seqs)
 
         _, seqs = write(fn)
         return jsonify(clip_id=c.clip_id, excluded=excluded, reason=reason if excluded else "", seq=seqs)
