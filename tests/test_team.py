@@ -154,6 +154,7 @@ CASES = [
     ("alice", "GET", "/api/adjudication", None, True, 403, "is for adjudicators"),
     ("alice", "GET", f"/api/adjudication/{MINE}", None, True, 403, "is for adjudicators"),
     ("alice", "POST", "/api/report", {}, True, 403, "is for adjudicators"),
+    ("alice", "GET", f"/api/history/{MINE}", None, True, 403, "is for adjudicators"),
     ("judy", "POST", "/api/actions", body(MINE), True, 403, "is for annotators"),
     # a foreign Host (DNS rebinding) or Origin
     ("alice", "GET", "/api/state", None, {"Host": "evil.example"}, 403, "Host 'evil.example' is not an address"),
@@ -234,6 +235,7 @@ def test_login_logout_and_passwords(served):
     status, page, resp = c.request("GET", "/login")
     assert {"Secure", "HttpOnly", "SameSite=Strict", "Path=/"} <= {x.strip() for x in
                                                                    resp.getheader("Set-Cookie").split(";")}
+    assert resp.getheader("X-Frame-Options") == "DENY"  # not in another site's frame
     carol = Client(port).login("carol")
     assert carol.request("GET", "/api/state")[0] == 200
     assert carol.post("/logout", {})[0] == 200
@@ -384,5 +386,10 @@ def test_command_line_manages_accounts_and_writes_the_report(tmp_path, monkeypat
     written = json.loads(team("report")[1])["written"]
     assert "annotations/report/agreement_actions.tsv" in written
     assert (tmp_path / "annotations" / "report" / "adjudication.tsv").read_text().startswith("clip_id\tstatus\t")
+    assert json.loads(team("backup", "copy.sqlite")[1]) == {"backup": "copy.sqlite", "changes": 0}
+    copy = sqlite3.connect(tmp_path / "copy.sqlite")
+    assert [r[0] for r in copy.execute("SELECT name FROM users ORDER BY name")] == ["alice", "judy"]
+    copy.close()
+    assert "copy.sqlite exists" in team("backup", "copy.sqlite")[2]
     assert "annotators_per_clip = 0" in team("assign", "--per-clip", "0")[2]
     assert "results folder nowhere not found" in team("status", "--results", "nowhere")[2]

@@ -145,6 +145,10 @@ def test_two_annotators_an_adjudicator_and_the_export(team):
             judy.click("#save")
             wait_text(judy, "#f-status", "saved")
             wait_text(judy, "#counts", "1 to adjudicate · 1 resolved · 1 agreed · 0 pending")
+            judy.click("#history summary")  # who changed what on this clip
+            judy.wait_for_selector("#history-rows tr:nth-child(2)")
+            whos = [r.split("\t")[2] for r in judy.locator("#history-rows tr").all_inner_texts()[1:]]
+            assert whos == ["alice"] * 2 + ["bob"] * 2 + ["judy"] * 4, whos  # 2 persons, note, resolved
 
             judy.click("#clip-list div[data-clip='film_000']")
             wait_text(judy, "#clip-id", "film_000")

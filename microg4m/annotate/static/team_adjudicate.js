@@ -135,6 +135,14 @@ async function openClip(id) {
   renderFinal();
   renderList();
   draw();
+  if ($("history").open) renderHistory();
+}
+
+async function renderHistory() {
+  const h = await api("GET", `/api/history/${encodeURIComponent(A.clip.clip_id)}`);
+  if (!h || h.clip_id !== A.clip.clip_id) return;
+  const rows = h.rows.map((r) => ({ ...r, person: r.person_id || "", before: r.before ?? "", after: r.after ?? "" }));
+  $("history-rows").replaceChildren(table(rows, ["seq", "at", "who", "layer", "kind", "person", "before", "after"]));
 }
 
 function renderViews() {
@@ -282,6 +290,7 @@ async function save() {
   renderFinal();
   renderViews();
   draw();
+  if ($("history").open) renderHistory();
   $("f-status").textContent = "saved";
 }
 
@@ -296,6 +305,7 @@ async function start() {
   $("filter").onchange = renderList;
   $("save").onclick = save;
   $("write-report").onclick = writeReport;
+  $("history").ontoggle = () => { if ($("history").open && A.clip) renderHistory(); };
   $("play").onclick = () => setPlaying(!A.playing);
   $("step-back").onclick = () => { setPlaying(false); setFrame(A.frame - 1); };
   $("step-fwd").onclick = () => { setPlaying(false); setFrame(A.frame + 1); };

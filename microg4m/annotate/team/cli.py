@@ -6,7 +6,9 @@ import argparse
 import csv
 import getpass
 import ipaddress
+import sqlite3
 import sys
+from pathlib import Path
 
 from ...cli import _defaults
 from . import accounts
@@ -45,6 +47,22 @@ def _user(args: argparse.Namespace, s: Settings):
         return f"{args.action}d {args.name}"
     finally:
         conn.close()
+
+
+def _backup(s: Settings, dest: str) -> dict:
+    """SQLite's online backup: a consistent copy even while the server writes."""
+    if Path(dest).exists():
+        raise ValueError(f"{dest} exists; give a new file")
+    src = connect(s.database, create=False)
+    try:
+        out = sqlite3.connect(dest)
+        try:
+            src.backup(out)
+        finally:
+            out.close()
+        return {"backup": dest, "changes": src.execute("SELECT COUNT(*) FROM changes").fetchone()[0]}
+    finally:
+        src.close()
 
 
 def serve(project, args: argparse.Namespace, s: Settings) -> None:
@@ -87,6 +105,8 @@ def run(args: argparse.Namespace, defaults: dict | None = None):
         return _user(args, s)
     from .project import Project
 
+    if args.team_command == "backup":
+        return _backup(s, args.dest)
     project = Project(s, create=False)
     if args.team_command == "serve":
         return serve(project, args, s)

@@ -79,14 +79,18 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
-def connect(path: str | os.PathLike, create: bool = True) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit, see :func:`transaction`)."""
+def connect(path: str | os.PathLike, create: bool = True, setup: bool = True) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit, see :func:`transaction`).
+
+    ``setup``: create the tables if needed and check the schema version (once per
+    process is enough; the server's per-request connections skip it).
+    """
     path = Path(path)
     if not create and not path.is_file():
         raise ValueError(f"team database {path} not found (add a user first: microg4m team user add NAME)")
     path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
-        conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -95,15 +99,21 @@ def connect(path: str | os.PathLike, create: bool = True) -> sqlite3.Connection:
         if mode.lower() != "wal":
             raise ValueError(f"{path}: SQLite cannot use WAL mode here (journal_mode {mode}); "
                              f"put the database on a local disk")
-        conn.executescript(SCHEMA)  # idempotent (IF NOT EXISTS)
-        with transaction(conn):
-            got = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if got is None:
-                conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-            elif got[0] != SCHEMA_VERSION:
-                raise ValueError(f"{path}: team database schema {got[0]}, this microg4m reads {SCHEMA_VERSION}")
+        if setup:
+            conn.executescript(SCHEMA)  # idempotent (IF NOT EXISTS)
+            with transaction(conn):
+                got = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                if got is None:
+                    conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                elif got[0] != SCHEMA_VERSION:
+                    raise ValueError(f"{path}: team database schema {got[0]}, this microg4m reads "
+                                     f"{SCHEMA_VERSION}")
     except sqlite3.DatabaseError as exc:
+        conn.close()
         raise ValueError(f"{path}: not a usable team database ({exc})") from None
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 

@@ -73,6 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             p.add_argument("--since", type=int, default=0, help="only rows after this seq")
             p.add_argument("--clip", default=None), p.add_argument("--who", default=None)
 
+    p = sub.add_parser("backup", help="copy the database (consistent while the server runs)")
+    _common(p)
+    p.add_argument("dest", help="file to write (must not exist)")
+
     p = sub.add_parser("rebuild", help="replay the history and rewrite the workflow's files (and the report)")
     _common(p)
     p.add_argument("--check", action="store_true",

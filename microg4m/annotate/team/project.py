@@ -29,7 +29,7 @@ class Project:
         connect(self.db_path, create=create).close()  # creates the tables; a bad file fails here
 
     def connect(self) -> sqlite3.Connection:
-        return connect(self.db_path)
+        return connect(self.db_path, setup=False)
 
     # ------------------------------------------------------------ clips and assignments
     def assigned(self, conn: sqlite3.Connection) -> dict[str, list[str]]:

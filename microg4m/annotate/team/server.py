@@ -13,9 +13,9 @@ same JSON API (see app.py), limited to their own labels and their queue: ``GET
 /api/state``, ``GET /api/clips/<clip>``, ``POST /api/actions``, ``POST /api/screening``.
 An ``annotator`` parameter (query or body) may name the owner of the labels; any name
 but one's own is refused. Adjudicators get ``/adjudicate``: ``GET /api/adjudication``
-(clips with status, agreement figures), ``GET /api/adjudication/<clip>``, ``POST
-/api/final`` (``{clip_id, excluded, reason, actions: {person: [ids]}, note}``) and ``POST
-/api/report``. Every write answers after its transaction is committed (synced), with
+(clips with status, agreement figures), ``GET /api/adjudication/<clip>``, ``GET
+/api/history/<clip>``, ``POST /api/final`` (``{clip_id, excluded, reason, actions:
+{person: [ids]}, note}``) and ``POST /api/report``. Every write answers after its transaction is committed (synced), with
 the history seqs it appended (``seq``).
 """
 
@@ -100,6 +100,13 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
             if not accounts.same_token(sent, g.user["csrf"]):
                 return jsonify(error="refused: the CSRF token does not match this session"), 403
         return None
+
+    @app.after_request
+    def _headers(resp):
+        resp.headers.setdefault("X-Frame-Options", "DENY")  # no clicks on labels through another site's frame
+        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
+        resp.headers.setdefault("Referrer-Policy", "same-origin")
+        return resp
 
     def role(name: str):
         def wrap(fn):
@@ -375,10 +382,10 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
     def write_report():
         return jsonify(written=project.write_report(conn()))
 
-    @app.get("/api/history")
+    @app.get("/api/history/<clip_id>")
     @role("adjudicator")
-    def history_rows():
-        clip_id = request.args.get("clip")
-        return jsonify(rows=history.rows(conn(), clip_id=clip_id) if clip_id else [])
+    def clip_history(clip_id: str):
+        c = res.clip(clip_id)
+        return jsonify(clip_id=c.clip_id, rows=history.rows(conn(), clip_id=c.clip_id))
 
     return app
