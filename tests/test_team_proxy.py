@@ -125,7 +125,8 @@ def test_nginx_example_serves_team_mode_over_tls(proxied):
             page.fill("#name", "alice")
             page.fill("#password", password("alice"))
             page.click("#submit")
-            page.wait_for_function("() => document.getElementById('clip-id').textContent === 'dancer_000'")
+            page.wait_for_url(base + "/")
+            page.wait_for_function("() => (document.getElementById('clip-id') || {}).textContent === 'dancer_000'")
             page.click(".person.selected .picker label[data-action='14']")
             page.wait_for_selector(".person.selected .picker label[data-action='14'] input:checked")
             cookies = {c["name"]: c for c in page.context.cookies()}
