@@ -129,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("annotate", help="serve the page to screen clips and label actions (local browser)")
     annotate_options.add_arguments(p)
 
+    from .annotate.team import options as team_options
+
+    p = sub.add_parser("team", help="team mode of the annotation page: accounts, double annotation, adjudication")
+    team_options.add_arguments(p)
+
     p = sub.add_parser("agreement", help="compare and merge the actions files of several annotators")
     p.add_argument("files", nargs="+", help="actions CSVs (video_id,movie_or_real,person_id,action)")
     p.add_argument("--out", required=True, help="merged actions CSV to write")
@@ -237,6 +242,10 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         from .annotate import app as annotate_app
 
         return annotate_app.serve(args)
+    if stage == "team":
+        from .annotate.team import cli as team_cli
+
+        return team_cli.run(args, cfg)
     if stage == "agreement":
         from .annotate import agreement
 

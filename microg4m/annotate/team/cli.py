@@ -1,0 +1,161 @@
+"""``microg4m team COMMAND`` (see options.py for the options, README "Team mode")."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import getpass
+import ipaddress
+import sqlite3
+import sys
+from pathlib import Path
+
+from ...cli import _defaults
+from . import accounts
+from .db import connect
+from .history import HistoryError
+from .options import Settings, settings
+
+
+def _password(args: argparse.Namespace) -> str:
+    if args.password_stdin:
+        line = sys.stdin.readline()
+        if not line:
+            raise ValueError("--password-stdin: no line on stdin")
+        return line.rstrip("\r\n")
+    first = getpass.getpass(f"password for {args.name}: ")
+    if getpass.getpass("again: ") != first:
+        raise ValueError("the two passwords differ")
+    return first
+
+
+def _user(args: argparse.Namespace, s: Settings):
+    conn = connect(s.database, create=args.action == "add")
+    try:
+        if args.action == "list":
+            return "\n".join(f"{u['name']}\t{u['role']}\t{'active' if u['active'] else 'disabled'}\t{u['created']}"
+                             for u in accounts.users(conn))
+        if not args.name:
+            raise ValueError(f"user {args.action}: give the user name")
+        if args.action == "add":
+            accounts.add_user(conn, args.name, args.role, _password(args))
+            return f"added {args.role} {args.name}"
+        if args.action == "passwd":
+            accounts.set_password(conn, args.name, _password(args))
+            return f"changed the password of {args.name} (their sessions are closed)"
+        accounts.set_active(conn, args.name, args.action == "enable")
+        return f"{args.action}d {args.name}"
+    finally:
+        conn.close()
+
+
+def _backup(s: Settings, dest: str) -> dict:
+    """SQLite's online backup: a consistent copy even while the server writes."""
+    if Path(dest).exists():
+        raise ValueError(f"{dest} exists; give a new file")
+    src = connect(s.database, create=False)
+    try:
+        out = sqlite3.connect(dest)
+        try:
+            src.backup(out)
+        finally:
+            out.close()
+        return {"backup": dest, "changes": src.execute("SELECT COUNT(*) FROM changes").fetchone()[0]}
+    finally:
+        src.close()
+
+
+def serve(project, args: argparse.Namespace, s: Settings) -> None:
+    from werkzeug.serving import make_server
+
+    from ..guard import allowed_hosts
+    from .server import create_app
+
+    conn = project.connect()
+    try:
+        started = project.start(conn)
+        users = accounts.users(conn)
+    finally:
+        conn.close()
+    if not any(u["active"] for u in users):
+        print("warning: no active account yet; add one with: microg4m team user add NAME", file=sys.stderr)
+    try:
+        loopback = ipaddress.ip_address(args.host).is_loopback
+    except ValueError:
+        loopback = args.host == "localhost"
+    if not loopback:
+        print(f"warning: serving plain HTTP on {args.host}; browsers keep the Secure login cookie only over "
+              f"HTTPS or on localhost: put a TLS reverse proxy in front (README, Team mode)", file=sys.stderr)
+    app = create_app(project, allowed_hosts(args.host, args.allowed_host), args.session_hours or s.session_hours)
+    server = make_server(args.host, args.port, app, threaded=True)
+    print(f"microg4m team: http://{args.host}:{server.server_port}/  database {s.database}, "
+          f"{started['assigned']} clips newly assigned (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def run(args: argparse.Namespace, defaults: dict | None = None):
+    """Run one team command; returns what to print (dict or text). ``defaults``: the schema's."""
+    s = settings(args, defaults if defaults is not None else _defaults())
+    if args.team_command == "user":
+        return _user(args, s)
+    from .project import Project
+
+    if args.team_command == "backup":
+        return _backup(s, args.dest)
+    project = Project(s, create=False)
+    if args.team_command == "serve":
+        return serve(project, args, s)
+    conn = project.connect()
+    try:
+        if args.team_command == "assign":
+            new = project.assign(conn)
+            return {"assigned": len(new), "clips": new}
+        if args.team_command == "status":
+            fig = project.figures(conn)
+            return {"summary": fig["summary"], "annotators": fig["annotators"][
+                ["annotator", "done", "excluded", "labels", "differing", "exclusion_differs"]].to_dict("records")}
+        if args.team_command == "report":
+            return {"written": project.write_report(conn)}
+        if args.team_command == "history":
+            from .history import rows
+
+            out = rows(conn, since=args.since, clip_id=args.clip, who=args.who)
+            w = csv.writer(sys.stdout, delimiter="\t", lineterminator="\n")
+            w.writerow(["seq", "at", "who", "layer", "kind", "clip_id", "person_id", "before", "after"])
+            w.writerows([r[k] for k in ("seq", "at", "who", "layer", "kind", "clip_id", "person_id", "before",
+                                        "after")] for r in out)
+            return None
+        if args.team_command == "rebuild":
+            out = project.rebuild(conn, check=args.check)
+            if args.check and out["differ"]:
+                raise ValueError(f"differ from the history: {', '.join(out['differ'])} (run: microg4m team rebuild)")
+            return out
+    except HistoryError as exc:
+        raise ValueError(str(exc)) from None
+    finally:
+        conn.close()
+    raise AssertionError(args.team_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import json
+
+    from .options import add_arguments
+
+    parser = argparse.ArgumentParser(prog="python -m microg4m.annotate.team",
+                                     description="Team mode of the annotation page.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        result = run(args)
+    except (ValueError, OSError) as exc:
+        print(f"microg4m team: error: {exc}", file=sys.stderr)
+        return 1
+    if result is not None:
+        print(json.dumps(result, indent=2, default=str) if isinstance(result, dict) else result)
+    return 0

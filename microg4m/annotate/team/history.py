@@ -1,0 +1,107 @@
+"""The history of every change, and the latest values it gives.
+
+A *key* is ``(layer, kind, clip, person)``: the layer is an annotator's name or
+``@final``; the kinds are ``actions`` (a person's action ids, a JSON list),
+``exclusion`` (the clip is excluded; the value is the reason), ``note`` (the
+adjudicator's note on the clip) and ``resolved`` (who adjudicated the clip); clip-level
+kinds use person 0. No value (an empty list, an included clip) is stored as NULL.
+
+:func:`put` appends one row (who, when, key, before, after) and updates ``current`` in
+the caller's transaction; :func:`replay` rebuilds every latest value from the history
+alone and checks that each row's ``before`` is what the rows before it left.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+
+from .db import now
+
+KINDS = ("actions", "exclusion", "note", "resolved")
+Key = tuple  # (layer, kind, clip_id, person_id)
+
+
+@dataclass(frozen=True)
+class Value:
+    value: object  # decoded JSON
+    clip_type: str
+
+
+def encode(value) -> str | None:
+    """The stored form of a value; None for 'no value' (empty list, None, excluded=False)."""
+    if value is None or value == []:
+        return None
+    return json.dumps(value, separators=(",", ":"))
+
+
+def put(conn: sqlite3.Connection, who: str, layer: str, kind: str, clip_id: str, clip_type: str,
+        person_id: int, value) -> int | None:
+    """Set a key (inside a transaction). Returns the new history row's seq, or None when
+    the key already has this value (nothing is written)."""
+    assert kind in KINDS and conn.in_transaction
+    after = encode(value)
+    row = conn.execute("SELECT value FROM current WHERE layer = ? AND kind = ? AND clip_id = ? AND person_id = ?",
+                       (layer, kind, clip_id, person_id)).fetchone()
+    before = row[0] if row else None
+    if before == after:
+        return None
+    seq = conn.execute(
+        "INSERT INTO changes (at, who, layer, kind, clip_id, clip_type, person_id, before, after) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (now(), who, layer, kind, clip_id, clip_type, person_id, before, after)).lastrowid
+    if after is None:
+        conn.execute("DELETE FROM current WHERE layer = ? AND kind = ? AND clip_id = ? AND person_id = ?",
+                     (layer, kind, clip_id, person_id))
+    else:
+        conn.execute(
+            "INSERT INTO current VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (layer, kind, clip_id, person_id) "
+            "DO UPDATE SET value = excluded.value, clip_type = excluded.clip_type, seq = excluded.seq",
+            (layer, kind, clip_id, person_id, clip_type, after, seq))
+    return seq
+
+
+def get(conn: sqlite3.Connection, layer: str, kind: str, clip_id: str, person_id: int = 0, default=None):
+    row = conn.execute("SELECT value FROM current WHERE layer = ? AND kind = ? AND clip_id = ? AND person_id = ?",
+                       (layer, kind, clip_id, person_id)).fetchone()
+    return json.loads(row[0]) if row else default
+
+
+def current(conn: sqlite3.Connection, layer: str | None = None, clip_id: str | None = None) -> dict[Key, Value]:
+    """Latest values from the ``current`` table (optionally of one layer and/or clip)."""
+    sql, args = "SELECT * FROM current WHERE 1", []
+    if layer is not None:
+        sql, args = sql + " AND layer = ?", args + [layer]
+    if clip_id is not None:
+        sql, args = sql + " AND clip_id = ?", args + [clip_id]
+    return {(r["layer"], r["kind"], r["clip_id"], r["person_id"]): Value(json.loads(r["value"]), r["clip_type"])
+            for r in conn.execute(sql, args)}
+
+
+class HistoryError(ValueError):
+    """The history contradicts itself (a row's ``before`` is not what came before it)."""
+
+
+def replay(conn: sqlite3.Connection) -> dict[Key, Value]:
+    """Every latest value, from the history rows alone (in seq order)."""
+    state: dict[Key, tuple[str, str]] = {}
+    for r in conn.execute("SELECT * FROM changes ORDER BY seq"):
+        key = (r["layer"], r["kind"], r["clip_id"], r["person_id"])
+        had = state.get(key, (None, ""))[0]
+        if had != r["before"]:
+            raise HistoryError(f"history row {r['seq']}: before={r['before']!r} but the rows before it give {had!r}")
+        if r["after"] is None:
+            state.pop(key, None)
+        else:
+            state[key] = (r["after"], r["clip_type"])
+    return {k: Value(json.loads(v), t) for k, (v, t) in state.items()}
+
+
+def rows(conn: sqlite3.Connection, since: int = 0, clip_id: str | None = None, who: str | None = None) -> list[dict]:
+    sql, args = "SELECT * FROM changes WHERE seq > ?", [since]
+    if clip_id is not None:
+        sql, args = sql + " AND clip_id = ?", args + [clip_id]
+    if who is not None:
+        sql, args = sql + " AND who = ?", args + [who]
+    return [dict(r) for r in conn.execute(sql + " ORDER BY seq", args)]

@@ -1,0 +1,121 @@
+"""Command line of team mode, ``microg4m team COMMAND`` (no Flask import here).
+
+File locations and k come from the workflow's config file (``--configfile``, default
+``config/config.yaml`` when it exists; missing keys take the schema's defaults), so that
+the final labels land where the workflow reads them: ``export.actions`` and
+``filter.screening``. Options given on the command line win.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+@dataclass(frozen=True)
+class Settings:
+    results: str
+    database: str
+    actions: str
+    screening: str
+    label_map: str
+    report_dir: str
+    per_clip: int
+    session_hours: float
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--configfile", default=None,
+                   help=f"workflow config to read the paths and team settings from (default: {DEFAULT_CONFIG} "
+                        f"when it exists)")
+    p.add_argument("--results", default=None, help="results folder of a run (config: results)")
+    p.add_argument("--database", default=None, help="team database (config: team.database)")
+    p.add_argument("--actions", default=None, help="final actions CSV (config: export.actions)")
+    p.add_argument("--screening", default=None, help="final screening file (config: filter.screening)")
+    p.add_argument("--label-map", default=None, help="label map (config: export.label_map)")
+    p.add_argument("--report-dir", default=None, help="folder of the agreement report (config: team.report_dir)")
+    p.add_argument("--per-clip", type=int, default=None, metavar="K",
+                   help="annotators per clip (config: team.annotators_per_clip)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="team_command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("serve", help="serve the team pages (login, annotation, adjudication)")
+    _common(p)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1; put a TLS reverse "
+                                                         "proxy in front, see the README)")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                   help="host name the proxy forwards (its server_name); other Host headers are refused")
+    p.add_argument("--session-hours", type=float, default=None, help="login lifetime (config: team.session_hours)")
+
+    p = sub.add_parser("user", help="manage accounts: add, passwd, disable, enable, list")
+    _common(p)
+    p.add_argument("action", choices=["add", "passwd", "disable", "enable", "list"])
+    p.add_argument("name", nargs="?")
+    p.add_argument("--role", choices=["annotator", "adjudicator"], default="annotator")
+    p.add_argument("--password-stdin", action="store_true",
+                   help="read the password from the first line of stdin (else it is asked twice)")
+
+    for name, text in (("assign", "assign the kept clips that lack annotators (also done by serve)"),
+                       ("status", "clips per status and each annotator's progress"),
+                       ("report", "write the agreement report"),
+                       ("history", "print the history as TSV")):
+        p = sub.add_parser(name, help=text)
+        _common(p)
+        if name == "history":
+            p.add_argument("--since", type=int, default=0, help="only rows after this seq")
+            p.add_argument("--clip", default=None), p.add_argument("--who", default=None)
+
+    p = sub.add_parser("backup", help="copy the database (consistent while the server runs)")
+    _common(p)
+    p.add_argument("dest", help="file to write (must not exist)")
+
+    p = sub.add_parser("rebuild", help="replay the history and rewrite the workflow's files (and the report)")
+    _common(p)
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 when a file differs from what the history gives")
+
+
+def _get(cfg: dict, dotted: str, defaults: dict):
+    for source in (cfg, defaults):
+        node = source
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            return node
+    return None
+
+
+def settings(args: argparse.Namespace, defaults: dict) -> Settings:
+    """Settings from the options, the config file and the schema's ``defaults``."""
+    path = args.configfile or (DEFAULT_CONFIG if Path(DEFAULT_CONFIG).is_file() else None)
+    cfg = {}
+    if path is not None:
+        try:
+            cfg = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"--configfile {path}: cannot read ({exc})") from None
+        if not isinstance(cfg, dict):
+            raise ValueError(f"--configfile {path}: not a mapping")
+
+    def pick(option, key):
+        value = getattr(args, option, None)
+        return value if value is not None else _get(cfg, key, defaults)
+
+    s = Settings(results=pick("results", "results"), database=pick("database", "team.database"),
+                 actions=pick("actions", "export.actions"), screening=pick("screening", "filter.screening"),
+                 label_map=pick("label_map", "export.label_map"), report_dir=pick("report_dir", "team.report_dir"),
+                 per_clip=pick("per_clip", "team.annotators_per_clip"),
+                 session_hours=pick("session_hours", "team.session_hours"))
+    if isinstance(s.per_clip, bool) or not isinstance(s.per_clip, int) or s.per_clip < 1:
+        raise ValueError(f"team.annotators_per_clip = {s.per_clip!r}: expected an integer >= 1")
+    if isinstance(s.session_hours, bool) or not isinstance(s.session_hours, (int, float)) or s.session_hours <= 0:
+        raise ValueError(f"team.session_hours = {s.session_hours!r}: expected a number > 0")
+    return s

@@ -1,0 +1,93 @@
+"""A team project: settings, the results folder, the label map, the database and the files.
+
+What the server and the command line both do: assign clips, settle clips, write the
+workflow's files, rebuild them from the history, and the agreement report.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from ...labels import read_label_map
+from ..results import Results
+from . import accounts, assign, history, report
+from .db import FINAL, connect, transaction
+from .decisions import Snapshot, settle
+from .files import FinalFiles, render
+from .options import Settings
+
+
+class Project:
+    def __init__(self, settings: Settings, create: bool = True):
+        self.settings = settings
+        self.label_map = read_label_map(settings.label_map)
+        self.label_ids = set(int(i) for i in self.label_map["id"])
+        self.results = Results(settings.results)
+        self.files = FinalFiles(settings.actions, settings.screening)
+        self.db_path = Path(settings.database)
+        connect(self.db_path, create=create).close()  # creates the tables; a bad file fails here
+
+    def connect(self) -> sqlite3.Connection:
+        return connect(self.db_path, setup=False)
+
+    # ------------------------------------------------------------ clips and assignments
+    def assigned(self, conn: sqlite3.Connection) -> dict[str, list[str]]:
+        """clip -> its active annotators, for the clips on the page."""
+        clips = self.results.clips()
+        return {c: a for c, a in assign.assignments(conn, active_only=True).items() if c in clips}
+
+    def assign(self, conn: sqlite3.Connection) -> dict[str, list[str]]:
+        """Assign the kept clips that lack annotators, then settle the clips that changed."""
+        kept = [c for c, clip in self.results.clips().items() if clip.kept]
+        new = assign.assign(conn, kept, accounts.annotators(conn), self.settings.per_clip)
+        if new:
+            self.settle(conn, list(new))
+        return new
+
+    def settle(self, conn: sqlite3.Connection, clip_ids: list[str] | None = None) -> int:
+        """Re-apply the agreement rule to clips (default: every assigned clip); writes the files."""
+        assigned = self.assigned(conn)
+        n = 0
+        with transaction(conn):
+            for c in sorted(assigned if clip_ids is None else set(clip_ids) & set(assigned)):
+                n += len(settle(conn, self.results.clip(c), self.results.persons(c), assigned[c]))
+        if n:
+            self.files.sync(conn)
+        return n
+
+    def start(self, conn: sqlite3.Connection) -> dict:
+        """What serve does first: take in existing labels, assign, settle, write the files."""
+        imported = self.files.import_once(conn, self.results, self.label_ids)
+        new = self.assign(conn)
+        settled = self.settle(conn)
+        written = self.files.sync(conn)
+        return {"imported": imported, "assigned": len(new), "settled": settled, "written": [str(p) for p in written]}
+
+    # ------------------------------------------------------------ history and files
+    def rebuild(self, conn: sqlite3.Connection, check: bool = False) -> dict:
+        """Replay the history; write (or with ``check`` compare) the workflow's files."""
+        replayed = history.replay(conn)
+        stored = history.current(conn)
+        if replayed != stored:
+            diff = sorted(set(replayed.items()) ^ set(stored.items()), key=str)[:5]
+            raise history.HistoryError(f"{self.db_path}: the current values are not what the history gives "
+                                       f"(first differences: {diff})")
+        snap = Snapshot.of({k: v for k, v in replayed.items() if k[0] == FINAL})
+        texts = render(snap)
+        out = {"changes": conn.execute("SELECT COUNT(*) FROM changes").fetchone()[0], "differ": []}
+        for path, text in zip(self.files.paths(), texts):
+            if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
+                out["differ"].append(str(path))
+        if not check:
+            out["written"] = [str(p) for p in self.files.sync(conn, snap)]
+            out["report"] = self.write_report(conn)
+        return out
+
+    # ------------------------------------------------------------ agreement
+    def figures(self, conn: sqlite3.Connection) -> dict:
+        return report.figures(Snapshot.read(conn), self.assigned(conn), self.results.persons,
+                              accounts.annotators(conn), self.label_map, Path(self.settings.report_dir))
+
+    def write_report(self, conn: sqlite3.Connection) -> list[str]:
+        return report.write(self.figures(conn), self.settings.report_dir)
