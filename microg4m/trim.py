@@ -22,10 +22,12 @@ from .download import read_records
 from .manifest import clip_id, write_manifest
 
 
-def _video_filter(fps: int, max_height: int | None) -> str:
-    # Start at t=0 (force_key_frames and the segment cuts count from there), then
-    # constant fps, then even dimensions (yuv420p needs them), optionally capped.
-    steps = ["setpts=PTS-STARTPTS", f"fps={fps}"]
+def _video_filter(max_height: int | None) -> str:
+    # Start at t=0 (force_key_frames and the segment cuts count from there), then even
+    # dimensions (yuv420p needs them), optionally capped. The frame rate is set by the
+    # output option -r, as the reference does: with ffmpeg 5.1 the fps filter picks other
+    # source frames for a 25 fps source than -r does (with ffmpeg 9 both agree).
+    steps = ["setpts=PTS-STARTPTS"]
     height = f"2*trunc(min(ih\\,{int(max_height)})/2)" if max_height else "2*trunc(ih/2)"
     width = "-2" if max_height else "2*trunc(iw/2)"
     steps.append(f"scale={width}:{height}")
@@ -37,7 +39,7 @@ def decode_problems(stderr: str) -> str:
     """A one-line, deterministic summary of the errors ffmpeg survived ('' when none).
 
     ffmpeg exits 0 on a corrupt or truncated source (it skips what it cannot decode and
-    the fps filter fills the gap), so its messages are the only trace. Their order and
+    the constant-rate output fills the gap), so its messages are the only trace. Their order and
     numbers vary between runs (threads), hence only the sorted distinct kinds are kept.
     """
     kinds = set()
@@ -60,7 +62,7 @@ def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
     pattern = out_dir / f"{source_id}_%03d.mp4"
     stderr = media.run_ffmpeg([
         "-i", str(video), "-map", "0:v:0", "-an", "-sn", "-dn",
-        "-vf", _video_filter(fps, max_height),
+        "-vf", _video_filter(max_height), "-r", str(fps), "-fps_mode", "cfr",
         "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
         "-force_key_frames", f"expr:gte(t,n_forced*{CLIP_SECONDS})",
         # segment_time_delta of half a frame: ffmpeg's documented remedy for keyframes
