@@ -310,11 +310,13 @@ def run(
     ratios=(0.7, 0.1, 0.2),
     group_by: str = "clip",
     frames: list | None = None,
+    notes=(),
 ) -> dict:
     """Write the export into ``out_dir`` (see the module docstring and README); return a summary.
 
     ``frames``: optional done lists of :func:`microg4m.frames.run`; clips of the dataset
-    whose frames failed are listed in ``input_report.tsv``.
+    whose frames failed are listed in ``input_report.tsv``. ``notes``: more
+    ``(input, item, problem)`` rows for it (e.g. correction files that were not used).
     """
     if group_by not in ("clip", "source"):
         raise ValueError(f"export.split.group_by must be 'clip' or 'source', got {group_by!r}")
@@ -322,6 +324,8 @@ def run(
     out = Path(out_dir)
     lmap = labels.read_label_map(label_map)  # a bad label map is fatal: nothing can be checked
     report = Report()
+    for note in notes:
+        report.add(*note)
     clips = load_clips(manifests, decisions, report)
     track_rows = load_tracks(tracks, clips, report)
     boxes = keyframes(track_rows, clips, report)

@@ -132,8 +132,9 @@ def pyslowfast_split(export_dir: Path, frame_dir: Path, split: str, *, num_frame
 
 
 def mmaction2_datasets(workdir: Path) -> dict:
-    """The three datasets of the shipped config, built by mmaction2 in ``workdir``
-    (which holds ``results/export`` and ``results/frames``)."""
+    """The datasets of the shipped config, built by mmaction2 in ``workdir`` (which holds
+    ``results/export`` and ``results/frames``), for every split with at least one record
+    (mmengine's BaseDataset cannot hold an empty one)."""
     import mmaction.datasets  # noqa: F401  registers AVADataset and the transforms
     from mmaction.registry import DATASETS
     from mmengine.config import Config
@@ -151,6 +152,7 @@ def mmaction2_datasets(workdir: Path) -> dict:
                 ("val", cfg.val_dataloader),
                 ("test", cfg.test_dataloader),
             )
+            if Path(loader.dataset.ann_file).stat().st_size > 0
         }
     finally:
         os.chdir(here)
