@@ -225,6 +225,16 @@ def peek_clip(path: str | os.PathLike) -> str:
     return clip_of(_parse(path, load_bytes(path)), path)
 
 
+def _person_id(text: str | None) -> int | None:
+    """A ``person_id`` attribute value: CVAT stores a number attribute as it parsed it
+    (``1.0`` for ``1``); 0 (a new track's default), empty or other text means none."""
+    try:
+        v = float((text or "").strip())
+    except ValueError:
+        return None
+    return int(v) if v.is_integer() and v > 0 else None
+
+
 def _int(path, el: ET.Element, key: str) -> int:
     try:
         return int(el.attrib[key])
@@ -305,8 +315,8 @@ def read(path: str | os.PathLike) -> CvatClip:
             if not outside and not (box[0] < box[2] and box[1] < box[3]):
                 raise CvatError(f"{path}: track {track.get('id', no)}, frame {frame}: empty box {box}")
             for a in el.iter("attribute"):
-                if a.get("name") == ATTRIBUTE and (a.text or "").strip().isdigit() and int(a.text) > 0:
-                    pid = int(a.text)
+                if a.get("name") == ATTRIBUTE:
+                    pid = _person_id(a.text) or pid
             shapes.append(dict(frame=frame, box=np.array(box), outside=outside,
                                keyframe=el.get("keyframe", "1") == "1"))
         shapes.sort(key=lambda s: s["frame"])
