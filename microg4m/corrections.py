@@ -13,7 +13,7 @@ person (e.g. after CVAT's split) unless they overlap in time, which is an error.
 whose position is unchanged keeps the tracker's confidence; any other gets 1.0.
 
 The workflow indexes the folder before any job runs (:func:`index`): each file's clip
-decides which unit's ``corrections`` job reads it. Each job (:func:`run`) writes
+decides which unit's ``track_files`` job reads it. Each job (:func:`run`) writes
 ``corrected/{unit}.csv``, the unit's tracks with the corrections applied (a byte copy of
 ``tracks/{unit}.csv`` when there are none), and ``corrected/{unit}.tsv``, one row per
 file with its status. A file that cannot be used (not XML, a CVAT for images export,
