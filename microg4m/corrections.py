@@ -158,9 +158,10 @@ def run(tracks, manifest, decisions, files, out_tracks, out_report) -> pd.DataFr
             replaced[clip_id] = merge(c, path, original)
             report.append((path, clip_id, "applied", original["person_id"].nunique(),
                            replaced[clip_id]["person_id"].nunique(), ""))
-        except cvat.CvatError as exc:
-            print(f"corrections: {exc}", file=sys.stderr)
-            report.append((path, clip_id, "failed", "", "", " ".join(str(exc).split())))
+        except (ValueError, KeyError, OSError) as exc:  # CvatError names the file; anything else too
+            msg = str(exc) if isinstance(exc, cvat.CvatError) else f"{path}: {type(exc).__name__}: {exc}"
+            print(f"corrections: {msg}", file=sys.stderr)
+            report.append((path, clip_id, "failed", "", "", " ".join(msg.split())))
     rep = pd.DataFrame(report, columns=REPORT_COLUMNS)
     write_tsv(out_report, rep)
     if not replaced:

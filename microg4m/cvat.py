@@ -282,16 +282,17 @@ def read(path: str | os.PathLike) -> CvatClip:
     root = _parse(path, load_bytes(path))
     task = _task(path, root)
     clip = clip_of(root, path)
+    w = task.findtext("original_size/width")
+    h = task.findtext("original_size/height")
     try:
         size = int(task.findtext("size") or "")
         start = int(task.findtext("start_frame") or 0)
+        width, height = (int(w), int(h)) if w and h else (None, None)
     except ValueError:
-        raise CvatError(f"{path}: <size>/<start_frame> of the task is not an integer") from None
+        raise CvatError(f"{path}: the task's <size>, <start_frame> or <original_size> is not an integer") from None
     if start != 0:
         raise CvatError(f"{path}: the task starts at frame {start}; create it from the whole clip")
-    w = root.findtext("meta/task/original_size/width")
-    h = root.findtext("meta/task/original_size/height")
-    out = CvatClip(clip, size, int(w) if w else None, int(h) if h else None)
+    out = CvatClip(clip, size, width, height)
     extra = sorted({el.tag for el in root if el.tag not in ("version", "meta", "track", "tag")})
     if extra:
         raise CvatError(f"{path}: unexpected element(s) {', '.join('<' + t + '>' for t in extra)}")
