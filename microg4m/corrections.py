@@ -60,8 +60,9 @@ def index(folder, sources) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
     for path in files_in(folder):
         try:
             clip = cvat.peek_clip(path)
-        except cvat.CvatError as exc:
-            problems.append((str(path), "", str(exc)))
+        except (ValueError, OSError, RuntimeError, NotImplementedError) as exc:  # never stop the DAG
+            msg = str(exc) if isinstance(exc, cvat.CvatError) else f"{path}: {type(exc).__name__}: {exc}"
+            problems.append((str(path), "", msg))
             continue
         if clip.rsplit("_", 1)[0] not in sources:
             problems.append((str(path), clip, f"{path}: clip {clip!r} is of no source in the sources table; ignored"))
