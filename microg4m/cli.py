@@ -100,6 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--previews-dir", help="write per-clip preview mp4s here")
     _add_options(p, cfg["track"], skip=("previews",))
 
+    p = sub.add_parser("corrections", help="apply CVAT for video exports to the tracks of their clips")
+    for name in ("tracks", "manifest", "decisions", "out", "report"):
+        p.add_argument(name)
+    p.add_argument("files", nargs="*", help="CVAT for video 1.1 exports (.xml or CVAT's .zip) of clips of this manifest")
+
+    p = sub.add_parser("track-files", help="MOTChallenge text and CVAT for video XML per kept clip")
+    for name in ("manifest", "decisions", "tracks", "mot_dir", "cvat_dir"):
+        p.add_argument(name)
+
     p = sub.add_parser("export", help="AVA CSVs, splits, frame lists and statistics from a results folder")
     p.add_argument("results", help="results folder of a run (clips/, filter/, tracks/)")
     p.add_argument("out_dir")
@@ -203,14 +212,28 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         settings.pop("previews", None)
         return track.run(args.manifest, args.detections, args.decisions, args.motion, args.out,
                          contact_sheet=args.contact_sheet, previews_dir=args.previews_dir, **settings)
+    if stage == "corrections":
+        from . import corrections
+
+        rep = corrections.run(args.tracks, args.manifest, args.decisions, args.files, args.out, args.report)
+        return rep.to_csv(sep="\t", index=False)
+    if stage == "track-files":
+        from . import trackfiles
+
+        return trackfiles.run(args.manifest, args.decisions, args.tracks, args.mot_dir, args.cvat_dir)
     if stage == "export":
         from . import export
 
         res = Path(args.results)
         srcs = sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
+
+        def final(s):  # the tracks with the CVAT corrections applied, when the workflow wrote them
+            corrected = res / "corrected" / f"{s}.csv"
+            return corrected if corrected.is_file() else res / "tracks" / f"{s}.csv"
+
         return export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
                           decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
-                          tracks=[res / "tracks" / f"{s}.csv" for s in srcs],
+                          tracks=[final(s) for s in srcs],
                           out_dir=args.out_dir, actions=args.actions, label_map=args.label_map,
                           seed=args.seed, group_by=args.group_by)
     if stage == "vqa-draft":

@@ -26,7 +26,7 @@ import pandas as pd
 
 from . import CLIP_FRAMES
 from . import frames as fr
-from . import labels, splits, stats
+from . import labels, proposals, splits, stats
 from .atomic import atomic_path, write_text, write_tsv
 from .filter import read_decisions
 from .manifest import read_manifest
@@ -143,9 +143,10 @@ def load_tracks(tracks, clips: pd.DataFrame, report: Report) -> pd.DataFrame:
         if missing:
             report.add(path, "", f"missing column(s) {', '.join(missing)}")
             continue
-        df = df[TRACK_COLUMNS].copy()
+        df = df[TRACK_COLUMNS].assign(conf=df["conf"] if "conf" in df.columns else 1.0)
         for c in TRACK_COLUMNS[1:]:
             df[c] = pd.to_numeric(df[c], errors="coerce")
+        df["conf"] = pd.to_numeric(df["conf"], errors="coerce").fillna(1.0)  # only the proposals' score uses it
         ints = df["frame_id"].notna() & df["person_id"].notna()
         ints &= (df["frame_id"] % 1 == 0) & (df["person_id"] % 1 == 0) & (df["frame_id"] >= 1) & (df["person_id"] >= 1)
         ok = ints & df[BOX].notna().all(axis=1)
@@ -169,7 +170,8 @@ def load_tracks(tracks, clips: pd.DataFrame, report: Report) -> pd.DataFrame:
             report.add(path, clip, f"{n} track row(s) beyond the clip's last frame; ignored")
         parts.append(df[~over])
     cols = {c: (str if c == "video_id" else int if c in ("frame_id", "person_id") else float) for c in TRACK_COLUMNS}
-    t = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TRACK_COLUMNS).astype(cols)
+    empty = pd.DataFrame(columns=[*TRACK_COLUMNS, "conf"]).astype(cols | {"conf": float})
+    t = pd.concat(parts, ignore_index=True) if parts else empty
     dup = t.duplicated(["video_id", "person_id", "frame_id"])
     for (clip, pid), n in t[dup].groupby(["video_id", "person_id"]).size().items():
         report.add("tracks", clip, f"person {pid}: {n} repeated frame row(s); first kept")
@@ -308,11 +310,13 @@ def run(
     ratios=(0.7, 0.1, 0.2),
     group_by: str = "clip",
     frames: list | None = None,
+    notes=(),
 ) -> dict:
     """Write the export into ``out_dir`` (see the module docstring and README); return a summary.
 
     ``frames``: optional done lists of :func:`microg4m.frames.run`; clips of the dataset
-    whose frames failed are listed in ``input_report.tsv``.
+    whose frames failed are listed in ``input_report.tsv``. ``notes``: more
+    ``(input, item, problem)`` rows for it (e.g. correction files that were not used).
     """
     if group_by not in ("clip", "source"):
         raise ValueError(f"export.split.group_by must be 'clip' or 'source', got {group_by!r}")
@@ -320,8 +324,11 @@ def run(
     out = Path(out_dir)
     lmap = labels.read_label_map(label_map)  # a bad label map is fatal: nothing can be checked
     report = Report()
+    for note in notes:
+        report.add(*note)
     clips = load_clips(manifests, decisions, report)
-    boxes = keyframes(load_tracks(tracks, clips, report), clips, report)
+    track_rows = load_tracks(tracks, clips, report)
+    boxes = keyframes(track_rows, clips, report)
     kept = clips[clips["kept"]]
     for c in sorted(set(kept.index) - set(boxes["video_id"])):
         report.add("tracks", c, "kept clip without any recorded person; no boxes")
@@ -370,6 +377,7 @@ def run(
         for split in ("val", "test"):
             pred = [f"{_box_cells(r)},,1" for r, s in zip(ava.itertuples(index=False), split_of_row) if s == split]
             _lines(out / f"ava_{split}_predicted_boxes.csv", pred)
+    proposals.write(out, track_rows, clips, ava, assignment)
 
     ds = clips.loc[sorted(assignment), ["clip_id", "clip_type"]]
     persons = ava[["video_id", "person_id"]].drop_duplicates() if ava is not None else boxes[["video_id", "person_id"]]

@@ -2,7 +2,11 @@
 
 Frames: ``<out_dir>/<clip>/<clip>_%06d.jpg``, 1-based, one per decoded frame (90 per
 clip), written by ffmpeg (``-q:v``) into a temporary folder that is renamed into place
-only when the count is right, so a clip folder is either complete or absent.
+only when the count is right, so a clip folder is either complete or absent. Beside
+each JPEG a relative symbolic link ``img_%05d.jpg`` names the same frame the way
+mmaction2 reads raw frames (its ``filename_tmpl`` is one template for every clip and
+cannot hold the clip id), so one folder serves PySlowFast (through the frame lists)
+and mmaction2, without a second copy of the JPEGs.
 
 Frame lists: ``frame_lists/{train,val,test}.csv``, space-separated, header
 ``original_video_id video_id frame_id path labels``, rows
@@ -29,6 +33,7 @@ from .manifest import clip_file, read_manifest
 from .media import MediaError, run_ffmpeg
 
 FRAME_TMPL = "{clip}_{n:06d}.jpg"
+MMACTION2_TMPL = "img_{:05}.jpg"  # mmaction2's AVADataset default filename_tmpl
 FRAME_LIST_HEADER = "original_video_id video_id frame_id path labels"
 DONE_COLUMNS = ["clip_id", "frames", "status", "reason"]
 
@@ -73,6 +78,8 @@ def extract_clip(video: Path, out_dir: Path, clip: str, expected: int, jpeg_qual
         n = len(list(tmp.glob("*.jpg")))
         if n != expected:
             raise MediaError(f"{video}: decoded {n} frames, expected {expected}")
+        for i in range(1, n + 1):
+            os.symlink(FRAME_TMPL.format(clip=clip, n=i), tmp / MMACTION2_TMPL.format(i))
         final = out_dir / clip
         old = None
         if final.exists():

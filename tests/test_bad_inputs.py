@@ -125,7 +125,9 @@ def _run(base: Path) -> Path:
     table = "source_id\turl\tclip_type\n" + "".join(f"{s}\t{u}\t{t}\n" for s, u, t in rows)
     wd = make_workdir(base / "wd", sources=table,
                       config={"sources_per_job": 4, "download": {"retries": 1, "backoff_seconds": 0},
-                              "detect": {"imgsz": 160}})
+                              "detect": {"imgsz": 160},
+                              # no labels (not the demo's): template mode, every kept clip in the splits
+                              "export": {"actions": "annotations/actions.csv"}})
     proc = snakemake(wd)
     (wd / "snakemake.out").write_text(proc.stdout + proc.stderr, errors="replace")
     return wd

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import ffmpeg, get_footage
 
-STAGES = ["download", "trim", "detect", "scenes", "filter", "motion", "track", "export", "ledger", "demo-media"]
+STAGES = ["download", "trim", "detect", "scenes", "filter", "motion", "track", "corrections", "track-files", "export",
+          "ledger", "demo-media"]
 
 
 def cli(*args, check=True):

@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from microg4m import export, frames, labels, manifest
+import loaders
+from microg4m import export, frames, labels, manifest, media
 
 from conftest import REPO, get_footage, make_clip
 from test_labels import slowfast_read_labelmap
@@ -409,8 +410,8 @@ def mmaction_frame_files(
       ``... + 1``; ``_get_clips``: ``range(center - (clip_len // 2) * frame_interval,
       center + ((clip_len + 1) // 2) * frame_interval, frame_interval)`` clipped to
       ``[shot_info[0], shot_info[1] - 1]``; then ``frame_inds + start_index``.
-    * ``RawFrameDecode``: ``osp.join(frame_dir, filename_tmpl.format(frame_idx))``; the
-      template is per clip (``<clip>_{:06}.jpg``, see the README's subclass).
+    * ``RawFrameDecode``: ``osp.join(frame_dir, filename_tmpl.format(frame_idx))`` with
+      mmaction2's default template ``img_{:05}.jpg`` (the frames stage links those names).
     Returns (the centre frame's file, all files).
     """
     video_id, timestamp = row[0], int(row[1])
@@ -420,7 +421,7 @@ def mmaction_frame_files(
         center - (clip_len // 2) * frame_interval, center + ((clip_len + 1) // 2) * frame_interval, frame_interval
     )
     inds = np.clip(inds, shot_info[0], shot_info[1] - 1) + start_index
-    tmpl = f"{video_id}_{{:06}}.jpg"
+    tmpl = frames.MMACTION2_TMPL
     paths = [frames_root / video_id / tmpl.format(int(i)) for i in inds]
     return paths[clip_len // 2], paths
 
@@ -432,7 +433,7 @@ def test_mmaction2_settings_pick_the_keyframe_jpeg(real, version):
     assert rows
     for r in rows:
         center, paths = mmaction_frame_files(r, out / "frames", **MMACTION_SETTINGS, version=version)
-        assert center == out / "frames" / frames.frame_path(r[0], int(r[1])), r
+        assert center.resolve() == out / "frames" / frames.frame_path(r[0], int(r[1])), r
         assert all(p.is_file() for p in paths), r  # the whole window stays inside frames 1..90
 
 
@@ -442,8 +443,101 @@ def test_mmaction2_default_settings_would_not(real):
     rows = read_rows(out / "ava_format.csv")
     defaults = dict(fps=30, timestamp_start=900, timestamp_end=1800, start_index=0)
     assert any(
-        mmaction_frame_files(r, out / "frames", **defaults)[0].name != frames.frame_path(r[0], int(r[1])).split("/")[1]
+        mmaction_frame_files(r, out / "frames", **defaults)[0] != out / "frames" / r[0] / frames.MMACTION2_TMPL.format(int(r[1]))
         for r in rows
     )
     naive = dict(fps=1, timestamp_start=0, timestamp_end=90, start_index=0)
     assert any(not all(p.is_file() for p in mmaction_frame_files(r, out / "frames", **naive)[1]) for r in rows)
+
+
+# ---------------------------------------------------------------- the training tools' own loaders
+
+
+@pytest.fixture(scope="module")
+def mm_workdir(real, tmp_path_factory):
+    """A folder laid out as the shipped mmaction2 config expects: results/export, results/frames."""
+    root, out, _ = real
+    wd = tmp_path_factory.mktemp("mmaction2")
+    (wd / "results").mkdir()
+    (wd / "results" / "export").symlink_to(out)
+    (wd / "results" / "frames").symlink_to(out / "frames")
+    return wd
+
+
+def track_rows(root: Path) -> pd.DataFrame:
+    return pd.concat(pd.read_csv(p, dtype={"video_id": str}) for p in sorted(root.glob("tracks/*.csv")))
+
+
+def test_proposals_are_every_tracked_box_at_each_keyframe(real):
+    root, out, _ = real
+    tracks = track_rows(root)
+    sizes = {c: s for ctype, (_, s) in REAL.items() for c in tracks.video_id if c[3].lower() == ctype}
+    for split, name in export.SPLIT_FILES.items():
+        rows = read_rows(out / name)
+        props = loaders.load_proposals(out, split)
+        assert set(props) == {f"{r[0]},{int(r[1]):04d}" for r in rows}, split
+        for r in rows:
+            arr = props[f"{r[0]},{int(r[1]):04d}"]
+            assert arr.dtype == np.float32 and arr.ndim == 2 and arr.shape[1] == 5
+            at = tracks[(tracks.video_id == r[0]) & (tracks.frame_id == int(r[1]))].sort_values("person_id")
+            w, h = sizes[r[0]]
+            want = np.round(np.clip(at[["xmin", "ymin", "xmax", "ymax"]].to_numpy() / [w, h, w, h], 0, 1), 3)
+            assert np.allclose(arr[:, :4], want, atol=1e-6) and np.allclose(arr[:, 4], at.conf, atol=1e-6)
+            assert any(np.allclose(p[:4], [float(v) for v in r[2:6]], atol=1e-6) for p in arr)  # its own box
+
+
+def test_mmaction2_avadataset_loads_every_split(real, mm_workdir, monkeypatch):
+    """The shipped config, mmaction2's AVADataset and transforms: every record of every split
+    reads existing frames, the window's centre is the keyframe, labels and proposals come through."""
+    root, out, _ = real
+    monkeypatch.chdir(mm_workdir)  # the config's paths are relative to the folder holding results/
+    datasets = loaders.mmaction2_datasets(mm_workdir)
+    assert sorted(datasets) == ["test", "train", "val"]  # the fixture's 10 clips fill every split
+    ids = sorted(labels.read_label_map(LABEL_MAP)["id"])
+    for ds, _ in datasets.values():  # the config's settings are the documented ones
+        assert {k: getattr(ds, k) for k in ("timestamp_start", "timestamp_end", "start_index")} | {
+            "fps": ds._FPS
+        } == export.MMACTION2
+        assert ds.custom_classes == [0, *ids] and ds.filename_tmpl == frames.MMACTION2_TMPL
+    decoded = {}
+    for split, (ds, pipeline) in datasets.items():
+        rows = read_rows(out / export.SPLIT_FILES[split])
+        want = {}
+        for r in rows:
+            want.setdefault(f"{r[0]},{int(r[1]):04d}", set()).add(int(r[6]))
+        assert sorted(ds.get_data_info(i)["img_key"] for i in range(len(ds))) == sorted(want)
+        for i in range(len(ds)):
+            got = loaders.mmaction2_sample(ds, pipeline, i, mm_workdir)
+            info = got["info"]
+            clip, stamp = info["video_id"], info["timestamp"]
+            assert all(f.is_file() for f in got["files"]), (split, clip, stamp)
+            centre = got["files"][got["centre"]].resolve()
+            assert centre == (out / "frames" / frames.frame_path(clip, stamp)).resolve(), (clip, stamp)
+            classes = {ids[k - 1] for k in np.nonzero(info["gt_labels"].max(axis=0))[0]}
+            assert classes == want[info["img_key"]]  # custom_classes: AVA id -> 1..50
+            assert info["proposals"].shape[1] == 4 and len(info["proposals"]) >= 1
+            if i < 2:  # the image mmaction2 decoded is frame `stamp` of the clip itself
+                src = clip.rsplit("_", 1)[0]
+                if clip not in decoded:
+                    decoded[clip] = list(media.read_frames(root / "clips" / src / f"{clip}.mp4"))
+                diffs = loaders.decoded_frame_diffs(got["imgs"][got["centre"]], decoded[clip])
+                assert diffs[stamp - 1] < 3.0 and diffs[stamp - 1] - diffs.min() < 0.05, (clip, stamp, diffs.argmin())
+        sample = ds[0]  # the config's whole pipeline for this split
+        assert tuple(sample["inputs"].shape[:2]) == (3, 32), split
+        assert len(sample["data_samples"].gt_instances.bboxes) >= 1
+
+
+def test_pyslowfast_reference_parser_loads_every_split(real):
+    root, out, _ = real
+    id_map = loaders.reference_build_id_map(out / "label_map.pbtxt")
+    for split, name in export.SPLIT_FILES.items():
+        rows = read_rows(out / name)
+        got = loaders.pyslowfast_split(out, out / "frames", split)
+        assert set(got) == {(r[0], int(r[1])) for r in rows}, split
+        for (clip, stamp), (centre, n_boxes, labs) in got.items():
+            # the reference reads frame stamp n at index n of the 0-based frame list: frame n + 1
+            assert centre == str(out / "frames" / frames.frame_path(clip, min(stamp + 1, 90)))
+            mine = [r for r in rows if (r[0], int(r[1])) == (clip, stamp)]
+            assert n_boxes == len({tuple(r[2:6]) for r in mine})
+            if split == "train":
+                assert labs == sorted(id_map[int(r[6])] for r in mine)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import cv2
 import numpy as np
 import pandas as pd
@@ -51,8 +53,11 @@ def source(tmp_path_factory):
 
 def test_frames_written_one_based_and_complete(source):
     root, src, out, done = source
-    names = sorted(p.name for p in (out / "src_000").iterdir())
-    assert names == [f"src_000_{n:06d}.jpg" for n in range(1, 91)]
+    files = sorted(p.name for p in (out / "src_000").iterdir() if not p.is_symlink())
+    assert files == [f"src_000_{n:06d}.jpg" for n in range(1, 91)]
+    # mmaction2's names: relative links to the same JPEGs, no second copy
+    links = {p.name: os.readlink(p) for p in (out / "src_000").iterdir() if p.is_symlink()}
+    assert links == {f"img_{n:05d}.jpg": f"src_000_{n:06d}.jpg" for n in range(1, 91)}
     assert not (out / "src_001").exists()  # filtered out
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []  # no temp folders left
     img = cv2.imread(str(out / "src_000" / "src_000_000001.jpg"))

@@ -5,9 +5,14 @@ module; each test edits one thing, checks the dry run's job list, runs for real 
 checks that the real run ran the same jobs and changed what it should.
 """
 
+import re
+import xml.etree.ElementTree as ET
+
+import numpy as np
 import pandas as pd
 import pytest
 
+import loaders
 from workflow import dry_run_jobs, jobs_ran, make_workdir, set_config, snakemake
 
 SOURCES = "source_id\turl\tclip_type\ndancer\tresources/demo/dancer.mp4\tr\n" \
@@ -36,43 +41,171 @@ def decisions(wd):
                      for p in sorted((wd / "results" / "filter").glob("*.tsv")))
 
 
+TRAINING_FILES = ["ava_format_with_header.csv", "ava_format.csv", "ava_train.csv", "ava_val_gt.csv",
+                  "ava_test_gt.csv", "ava_val_predicted_boxes.csv", "ava_test_predicted_boxes.csv",
+                  "ava_train_dense_proposals.pkl", "ava_val_dense_proposals.pkl", "ava_test_dense_proposals.pkl",
+                  "label_map.pbtxt", "frame_lists/train.csv", "frame_lists/val.csv", "frame_lists/test.csv",
+                  "statistics/action_result_all.csv", "statistics/split_result.csv", "label_report.tsv"]
+
+
+def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypatch):
+    """The demo's labels (annotations/demo_actions.csv) reach the AVA files, and every
+    non-empty split loads in the reference's PySlowFast parser and in mmaction2."""
+    out = run_dir / "results" / "export"
+    for name in TRAINING_FILES:
+        assert (out / name).is_file(), name
+    problems = pd.read_csv(out / "label_report.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert all(re.fullmatch(r"unknown clip '(pianist|zidane|carphone)_\d+' \(in no manifest\)", p)
+               for p in problems.problem)  # every label of this run's clips is used; the rest are other demo sources'
+    labelled = {line.split(",")[0] for line in (out / "ava_format.csv").read_text().splitlines()}
+    assert labelled == {"dancer_000", "dancer_001", "dancer_002", "scenecut_000"}
+    non_empty = [s for s, f in loaders.SPLIT_FILES.items() if (out / f).stat().st_size]
+    assert "train" in non_empty and "test" in non_empty  # 4 clips: 2 / 0 / 2
+    for split in non_empty:
+        assert loaders.pyslowfast_split(out, run_dir / "results" / "frames", split)
+    monkeypatch.chdir(run_dir)
+    datasets = loaders.mmaction2_datasets(run_dir)
+    assert sorted(datasets) == sorted(non_empty)
+    for split, (ds, pipeline) in datasets.items():
+        for i in range(len(ds)):
+            got = loaders.mmaction2_sample(ds, pipeline, i, run_dir)
+            assert all(f.is_file() for f in got["files"]), split
+        assert tuple(ds[0]["inputs"].shape[:2]) == (3, 32)
+
+
+# ---------------------------------------------------------------- CVAT corrections
+
+
+def cvat_like(box_el, frame: int, box, *, keyframe: bool, outside: bool = False, person_id: str):
+    """A <box> of CVAT's export: frame 0-based, the person_id attribute on every box."""
+    box_el.attrib.update(frame=str(frame), outside=str(int(outside)), occluded="0", keyframe=str(int(keyframe)),
+                         xtl=f"{box[0]:.2f}", ytl=f"{box[1]:.2f}", xbr=f"{box[2]:.2f}", ybr=f"{box[3]:.2f}",
+                         z_order="0")
+    ET.SubElement(box_el, "attribute", {"name": "person_id"}).text = person_id
+
+
+def reinterpolate(track) -> None:
+    """Rewrite a track's in-between boxes as CVAT's export does: linear between keyframes."""
+    boxes = sorted(track.findall("box"), key=lambda b: int(b.get("frame")))
+    keys = [b for b in boxes if b.get("keyframe") == "1"]
+    coords = ("xtl", "ytl", "xbr", "ybr")
+    for k0, k1 in zip(keys, keys[1:]):
+        f0, f1 = int(k0.get("frame")), int(k1.get("frame"))
+        a, b = (np.array([float(k.get(c)) for c in coords]) for k in (k0, k1))
+        for el in boxes:
+            f = int(el.get("frame"))
+            if f0 < f < f1 and k0.get("outside") == "0":
+                for c, v in zip(coords, a + (b - a) * (f - f0) / (f1 - f0)):
+                    el.set(c, f"{v:.2f}")
+
+
+def test_0b_cvat_corrections_rerun_only_their_source_and_the_export_shows_exactly_them(run_dir):
+    res, ann = run_dir / "results", run_dir / "annotations" / "corrections"
+    boxes_before = pd.read_csv(res / "export" / "boxes.csv", dtype={"video_id": str})
+    tracks_before = {p.name: p.read_bytes() for p in (res / "tracks").glob("*.csv")}
+    assert (res / "corrected" / "dancer.csv").read_bytes() == tracks_before["dancer.csv"]  # no corrections yet
+    mot = (res / "mot" / "dancer" / "dancer_001.txt").read_text().splitlines()
+    assert mot and all(len(line.split(",")) == 10 and line.endswith(",-1,-1,-1") for line in mot)
+    kf = boxes_before.set_index(["video_id", "person_id"])
+    manifest = pd.read_csv(res / "clips" / "dancer" / "manifest.tsv", sep="\t").set_index("clip_id")
+    w, h = int(manifest.at["dancer_001", "width"]), int(manifest.at["dancer_001", "height"])
+
+    # as in CVAT: dancer_001: move person 1's box on its AVA keyframe, draw a new person on frames 30..60;
+    # dancer_002: delete the only track. CVAT renames nothing but the task and renumbers tracks.
+    tree = ET.parse(res / "cvat" / "dancer" / "dancer_001.xml")
+    root = tree.getroot()
+    root.find("meta/task/name").text = "dancer 001, checked by Ana"
+    stamp = int(kf.loc[("dancer_001", 1), "frame_stamp"])
+    track = root.find("track")
+    moved = next(b for b in track.findall("box") if int(b.get("frame")) == stamp - 1)
+    new_box = (40.0, 30.0, 240.0, h - 10.0)
+    for c, v in zip(("xtl", "ytl", "xbr", "ybr"), new_box):
+        moved.set(c, f"{v:.2f}")
+    moved.set("keyframe", "1")  # an edited frame becomes a keyframe in CVAT
+    reinterpolate(track)
+    added = ET.SubElement(root, "track", {"id": "1", "label": "person", "source": "manual"})
+    drawn = (300.0, 50.0, 400.0, 300.0)
+    for f in range(29, 61):
+        cvat_like(ET.SubElement(added, "box"), f, drawn, keyframe=f in (29, 60), person_id="0")
+    cvat_like(ET.SubElement(added, "box"), 61, drawn, keyframe=True, outside=True, person_id="0")
+    ann.mkdir(exist_ok=True)
+    tree.write(ann / "annotations.xml", encoding="utf-8", xml_declaration=True)
+    root2 = ET.parse(res / "cvat" / "dancer" / "dancer_002.xml").getroot()
+    for t in root2.findall("track"):
+        root2.remove(t)
+    ET.ElementTree(root2).write(ann / "dancer_002.xml")
+    (ann / "broken.xml").write_text("<annotations><version>1.1</vers")  # a corrupt file
+
+    rerun(run_dir, {"track_files": 1, "export": 1, "ledger": 1, "all": 1})  # never detect
+    report = pd.read_csv(res / "corrected" / "dancer.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert report[["clip_id", "status", "persons_after"]].values.tolist() == [
+        ["dancer_001", "applied", "2"], ["dancer_002", "applied", "0"]]
+    inputs = (res / "export" / "input_report.tsv").read_text()
+    assert "annotations/corrections/broken.xml\t\tnot XML" in inputs
+    assert "dancer_002\tkept clip without any recorded person" in inputs
+    assert {p.name: p.read_bytes() for p in (res / "tracks").glob("*.csv")} == tracks_before  # track did not run
+
+    after = pd.read_csv(res / "export" / "boxes.csv", dtype={"video_id": str}).set_index(["video_id", "person_id"])
+    want = kf.drop(index=[("dancer_002", 1)]).copy()
+    want.loc[("dancer_001", 1), ["xmin", "ymin", "xmax", "ymax"]] = np.round(
+        np.clip(np.array(new_box) / [w, h, w, h], 0, 1), 3)
+    want.loc[("dancer_001", 2), :] = [45, *np.round(np.array(drawn) / [w, h, w, h], 3)]  # frames 30..61: median 45
+    pd.testing.assert_frame_equal(after.sort_index(), want.astype(after.dtypes.to_dict()).sort_index())
+    ava = pd.read_csv(res / "export" / "ava_format_with_header.csv", dtype={"video_id": str})
+    assert "dancer_002" not in set(ava.video_id)  # its label is reported: the person has no box now
+    assert "person 1 has no box in dancer_002" in (res / "export" / "label_report.tsv").read_text()
+    ledger = pd.read_csv(res / "ledger.tsv", sep="\t", dtype=str, keep_default_na=False).set_index("clip_id")
+    assert ledger.at["dancer_001", "track"] == "2" and ledger.at["dancer_002", "track"] == "0"
+    out_xml = ET.parse(res / "cvat" / "dancer" / "dancer_001.xml").getroot()
+    assert len(out_xml.findall("track")) == 2  # the files out follow the corrections
+
+    for p in ann.glob("*.xml"):  # taking the corrections back restores the tracker's boxes
+        p.unlink()
+    rerun(run_dir, {"track_files": 1, "export": 1, "ledger": 1, "all": 1})
+    assert (res / "corrected" / "dancer.csv").read_bytes() == tracks_before["dancer.csv"]
+    pd.testing.assert_frame_equal(pd.read_csv(res / "export" / "boxes.csv", dtype={"video_id": str}), boxes_before)
+
+
 def test_a_filter_threshold_edit_reruns_filter_and_after_never_detect(run_dir):
     before = decisions(run_dir)
     assert (before.keep == "1").sum() >= 3
     cache = {p: p.stat().st_mtime_ns for p in (run_dir / "results" / "detections").glob("*.parquet")}
     set_config(run_dir, "filter", person_conf=0.999)  # no box is that sure
-    rerun(run_dir, {"filter": UNITS, "track": UNITS, "frames": UNITS, "export": 1, "ledger": 1, "all": 1})
+    rerun(run_dir, {"filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
+                    "export": 1, "ledger": 1, "all": 1})
     after = decisions(run_dir)
     assert (after.keep == "0").all()
     assert set(after[before.reason == "kept"].reason) == {"few_persons"}
     assert cache == {p: p.stat().st_mtime_ns for p in cache}  # the detection cache was not rewritten
     set_config(run_dir, "filter", person_conf=0.6)
-    rerun(run_dir, {"filter": UNITS, "track": UNITS, "frames": UNITS, "export": 1, "ledger": 1, "all": 1})
+    rerun(run_dir, {"filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
+                    "export": 1, "ledger": 1, "all": 1})
     assert decisions(run_dir).equals(before)
 
 
 def test_a2_screening_reruns_only_the_screened_source(run_dir):
     (run_dir / "annotations" / "screening_excluded.txt").write_text("dancer_001  # not in space\n")
-    rerun(run_dir, {"filter": 1, "track": 1, "frames": 1, "export": 1, "ledger": 1, "all": 1})
+    rerun(run_dir, {"filter": 1, "track": 1, "frames": 1, "track_files": 1, "export": 1,
+                    "ledger": 1, "all": 1})
     dec = decisions(run_dir).set_index("clip_id")
     assert dec.loc["dancer_001", "reason"] == "screened" and dec.loc["dancer_000", "reason"] == "kept"
 
 
 def test_b_tracker_edit_reruns_track_and_export_only(run_dir):
     set_config(run_dir, "track", box_mode="interpolate")
-    rerun(run_dir, {"track": UNITS, "export": 1, "ledger": 1, "all": 1})
+    rerun(run_dir, {"track": UNITS, "track_files": UNITS, "export": 1, "ledger": 1, "all": 1})
 
 
 def test_c_weights_or_imgsz_edit_reruns_detect(run_dir):
     set_config(run_dir, "detect", imgsz=256)
-    rerun(run_dir, {"detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS,
+    rerun(run_dir, {"detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
                     "export": 1, "ledger": 1, "all": 1})
 
 
 def test_d_actions_edit_reruns_export_only(run_dir):
     boxes = pd.read_csv(run_dir / "results" / "export" / "boxes.csv", dtype={"video_id": str})
     clip, person = boxes.video_id.iloc[0], int(boxes.person_id.iloc[0])
-    (run_dir / "annotations" / "actions.csv").write_text(
+    (run_dir / "annotations" / "demo_actions.csv").write_text(  # the demo config's labels
         f"video_id,movie_or_real,person_id,action\n{clip},r,{person},12\n{clip},r,{person},17\n")
     rerun(run_dir, {"export": 1, "all": 1})
     ava = pd.read_csv(run_dir / "results" / "export" / "ava_format_with_header.csv", dtype={"video_id": str})

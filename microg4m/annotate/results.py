@@ -119,7 +119,9 @@ class Results:
     def _rows(self, clip_id: str) -> np.ndarray:
         """Track rows of a clip: ``frame, person, x1, y1, x2, y2`` (float32, one per box)."""
         clip = self.clip(clip_id)
-        path = self.root / "tracks" / f"{clip.source_id}.csv"
+        path = self.root / "corrected" / f"{clip.source_id}.csv"  # with the CVAT corrections applied
+        if not path.is_file():
+            path = self.root / "tracks" / f"{clip.source_id}.csv"
         stamp = self._stamp_of([path])
         with self._lock:
             cached = self._boxes.get(clip.source_id)

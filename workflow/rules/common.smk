@@ -2,6 +2,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+from microg4m import corrections as _corrections
 from microg4m import demo as _demo
 from microg4m.filter import read_screening
 from microg4m.sources import load_sources, normalize_url
@@ -95,3 +96,19 @@ if config["vqa"]["draft"]["enabled"]:
     VQA_TARGETS += expand(R("vqa_drafts/{unit}.json"), unit=UNITS)
 if config["vqa"]["draft"]["enabled"] or Path(config["vqa"]["reviews"]).is_file():
     VQA_TARGETS.append(R("vqa/vqa_and_captioning.json"))
+
+
+# CVAT corrections, indexed by clip before any job runs: a file goes to the unit of its
+# clip's source; files that cannot be used are reported (stderr, export/input_report.tsv).
+_UNIT_OF = {sid: unit for unit, sids in UNITS.items() for sid in sids}
+_CORRECTIONS, CORRECTION_PROBLEMS = _corrections.index(
+    config["corrections"], set(_UNIT_OF)
+)
+_CORRECTIONS_BY_UNIT = {}
+for _clip, _path in _CORRECTIONS.items():
+    _CORRECTIONS_BY_UNIT.setdefault(_UNIT_OF[_clip.rsplit("_", 1)[0]], []).append(_path)
+
+
+def correction_files(wildcards):
+    """The correction files of a unit's clips (adding or removing one re-runs that unit)."""
+    return sorted(_CORRECTIONS_BY_UNIT.get(wildcards.unit, []))

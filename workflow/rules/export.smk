@@ -21,7 +21,8 @@ rule export:
     input:
         manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
-        tracks=expand(R("tracks/{unit}.csv"), unit=UNITS),
+        tracks=expand(R("corrected/{unit}.csv"), unit=UNITS),
+        corrections=expand(R("corrected/{unit}.tsv"), unit=UNITS),
         frames=(
             expand(R("frames/{unit}.tsv"), unit=UNITS)
             if config["export"]["frames"]
@@ -42,5 +43,6 @@ rule export:
         "../../envs/microg4m.yaml"
     params:
         split=config["export"]["split"],
+        correction_problems=CORRECTION_PROBLEMS,
     script:
         "../scripts/export.py"

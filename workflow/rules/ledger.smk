@@ -5,7 +5,7 @@ rule ledger:
         trims=expand(R("clips/{unit}/status.tsv"), unit=UNITS),
         manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
-        tracks=expand(R("tracks/{unit}.csv"), unit=UNITS),
+        tracks=expand(R("corrected/{unit}.csv"), unit=UNITS),
     output:
         ledger=report(
             R("ledger.tsv"), caption="../report/ledger.rst", category="1. Funnel"

@@ -1,4 +1,4 @@
-from microg4m import export
+from microg4m import corrections, export
 from microg4m.smk import start
 
 start(snakemake)
@@ -10,5 +10,6 @@ export.run(
     actions=snakemake.input.actions[0] if snakemake.input.actions else None,
     label_map=snakemake.input.label_map,
     frames=list(snakemake.input.frames),
+    notes=corrections.not_used(snakemake.params.correction_problems, snakemake.input.corrections),
     **snakemake.params.split,
 )
