@@ -130,7 +130,7 @@ def filter_cmc_check(res: Path) -> list[dict]:
         by_clip = bot.by_frame(dets)
         for clip, frames, width, height in zip(clips["clip_id"], clips["frames"], clips["width"], clips["height"]):
             clips_seen += 1
-            t = bot.make("ultralytics", base=bot.ULTRALYTICS_DEFAULT)
+            t = bot.model_track_default()
             with_cmc = [n for n, out in bot.run(t, media.iter_frames(mf.clip_file(manifest, clip)), by_clip.get(clip, {}),
                                                width=int(width), height=int(height))
                         if len(out) and ((out[:, 6] == 0) & (out[:, 5] > settings["person_conf"])).any()]

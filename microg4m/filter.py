@@ -7,11 +7,12 @@ A frame is a person frame when it has a person box with conf > ``person_conf``. 
 boxes (``count``):
 
 - ``tracked`` (the reference): the boxes that the reference's bare ``model.track`` call
-  outputs, i.e. ultralytics' BoT-SORT with ultralytics' default settings run on the
-  cached detections. A new track is not output on the frame it starts (unless that is
-  frame 1), so a person entering the clip counts from its second frame. The tracker
-  runs without camera-motion compensation here (no frame is decoded): that only moves
-  predicted boxes, and changed no decision on the test footage (README, fidelity).
+  outputs, i.e. ultralytics' default tracker (TrackTrack in ultralytics 8.4) run on the
+  cached detections. A new track is output only once it is confirmed (TrackTrack: on
+  its 3rd frame; BoT-SORT: its 2nd), unless it starts on frame 1, so a person entering
+  the clip counts from then on. The tracker runs without camera-motion compensation
+  here (no frame is decoded): that only moves predicted boxes, and changed no decision
+  on the test footage (README, "Fidelity").
 - ``detections``: every cached detection.
 """
 
@@ -64,15 +65,15 @@ def read_screening(path: str | os.PathLike | None) -> set[str]:
 
 def tracked_boxes(detections: pd.DataFrame, clips: pd.DataFrame) -> pd.DataFrame:
     """The boxes the reference's filter sees, ``clip_id, frame, conf, cls``, for every clip
-    of ``clips`` (``clip_id, frames, width, height``): the output of BoT-SORT with
-    ultralytics' default settings; on a frame where it outputs nothing and holds no new
-    (unconfirmed) track, ultralytics passes the raw detections on, and so does this."""
+    of ``clips`` (``clip_id, frames, width, height``): the output of ultralytics' default
+    tracker; on a frame where it outputs nothing and holds no new (unconfirmed) track,
+    ultralytics passes the raw detections on, and so does this."""
     from . import tracker as bot
 
     by_clip = bot.by_frame(detections)
     rows = []
     for clip, frames, width, height in zip(clips["clip_id"], clips["frames"], clips["width"], clips["height"]):
-        t = bot.make("ultralytics", base=bot.ULTRALYTICS_DEFAULT, botsort={"cmc_method": "none"})
+        t = bot.model_track_default()
         dets = by_clip.get(clip, {})
         for n, out in bot.run(t, [None] * int(frames), dets, width=int(width), height=int(height)):
             if len(out):

@@ -8,9 +8,9 @@
   Its Kalman filter and matching differ in details; its sparse-flow compensation is set
   as close to ultralytics' as boxmot allows (see ``_match_ultralytics_cmc``).
 
-Two settings are in use: ``REFERENCE`` is the authors' ``botsort.yaml`` (their track
-stage); ``ULTRALYTICS_DEFAULT`` is ultralytics' own ``botsort.yaml``, which the reference's
-filter gets from a bare ``model.track`` call.
+``REFERENCE`` is the authors' ``botsort.yaml`` (their track stage). Their filter calls
+``model.track`` without a tracker, so it gets ultralytics' default tracker:
+``model_track_default`` builds that one (TrackTrack in ultralytics 8.4, BoT-SORT before).
 """
 
 from __future__ import annotations
@@ -28,8 +28,6 @@ REFERENCE = {
     "track_buffer": 30, "match_thresh": 0.8, "fuse_score": True, "cmc_method": "sof",
     "proximity_thresh": 0.5, "appearance_thresh": 0.25,
 }
-ULTRALYTICS_DEFAULT = {**REFERENCE, "track_high_thresh": 0.25, "new_track_thresh": 0.25,
-                       "appearance_thresh": 0.8}
 CMC_METHODS = ("sof", "orb", "sift", "ecc", "none")
 _ULTRALYTICS_CMC = {"sof": "sparseOptFlow", "orb": "orb", "sift": "sift", "ecc": "ecc", "none": None}
 EMPTY = np.empty((0, 7), dtype=np.float32)
@@ -66,6 +64,24 @@ def make(backend: str = "ultralytics", botsort: Mapping | None = None, *, base: 
     if backend == "boxmot":
         return _make_boxmot(s, reid_weights, device)
     raise ValueError(f"track.tracker = {backend!r}: expected one of {BACKENDS}")
+
+
+def model_track_default(device: str = "cpu"):
+    """A new tracker as a bare ``model.track()`` gets it from the installed ultralytics: the
+    tracker file named by its default config, with that file's settings.
+
+    Fed from the cache it lacks one input of ultralytics' TrackTrack: the extra boxes of a
+    looser NMS that ``model.track`` recovers from the raw predictions (used only above its
+    high threshold, 0.6).
+    """
+    from ultralytics.cfg import get_cfg
+    from ultralytics.trackers.track import TRACKER_MAP
+    from ultralytics.utils import YAML, IterableSimpleNamespace
+    from ultralytics.utils.checks import check_yaml
+
+    cfg = IterableSimpleNamespace(**YAML.load(check_yaml(get_cfg().tracker)))
+    cfg.device = device
+    return TRACKER_MAP[cfg.tracker_type](args=cfg)
 
 
 def _make_boxmot(s: dict, reid_weights, device: str):

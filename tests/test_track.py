@@ -174,37 +174,41 @@ def test_boxmot_backend_tracks_too(source, tmp_path):
     assert df["frame_id"].min() == 15 and df["frame_id"].max() == 90
 
 
-def _model_track(model, clip, cfg, imgsz=320):
-    """ultralytics' own model.track on a clip: frame -> rows x1, y1, x2, y2, id, conf, cls."""
+def _model_track(model, clip, cfg=None, imgsz=320):
+    """ultralytics' own model.track on a clip (its default tracker when ``cfg`` is None):
+    frame -> rows x1, y1, x2, y2, id, conf, cls."""
     out = {}
-    for n, r in enumerate(model.track(source=str(clip), stream=True, tracker=str(cfg), imgsz=imgsz,
-                                      verbose=False), start=1):
+    kw = {"tracker": str(cfg)} if cfg else {}
+    for n, r in enumerate(model.track(source=str(clip), stream=True, imgsz=imgsz, verbose=False, **kw),
+                          start=1):
         b = r.boxes
         out[n] = (np.c_[b.xyxy.numpy(), b.id.numpy(), b.conf.numpy(), b.cls.numpy()]
                   if b.is_track else np.empty((0, 7)))
     return out
 
 
-@pytest.mark.parametrize("settings", ["reference", "ultralytics_default"])
+@pytest.mark.parametrize("settings", ["reference", "model_track_default"])
 def test_tracker_loop_gives_what_model_track_gives(source, tmp_path, weights, settings):
     """Fed the cache, the tracker reproduces ultralytics' model.track (the reference's
-    call) frame by frame: same ids, boxes within float noise (batched vs single-frame
-    inference)."""
+    calls: with the authors' botsort.yaml in their track stage, with ultralytics' default
+    tracker in their filter) frame by frame: same ids, boxes within float noise (batched
+    vs single-frame inference)."""
     import yaml
     from ultralytics import YOLO
 
-    base = bot.REFERENCE if settings == "reference" else bot.ULTRALYTICS_DEFAULT
-    cfg = tmp_path / "botsort.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "tracker_type": "botsort", **{k: v for k, v in base.items() if k != "cmc_method"},
-        "gmc_method": "sparseOptFlow", "with_reid": False, "model": "auto"}))
+    cfg = None
+    if settings == "reference":
+        cfg = tmp_path / "botsort.yaml"
+        cfg.write_text(yaml.safe_dump({
+            "tracker_type": "botsort", **{k: v for k, v in bot.REFERENCE.items() if k != "cmc_method"},
+            "gmc_method": "sparseOptFlow", "with_reid": False, "model": "auto"}))
     model = YOLO(str(weights))
     dets = track.load_detections(source / "detections.parquet")
     for clip in ("t_001", "t_004"):
         path = source / "clips" / "t" / f"{clip}.mp4"
         ref = _model_track(model, path, cfg)
         h, w = media.read_frames(path, limit=1)[0].shape[:2]
-        t = bot.make("ultralytics", base=base)
+        t = bot.make("ultralytics") if cfg else bot.model_track_default()
         ours = dict(bot.run(t, media.iter_frames(path), dets[clip], width=w, height=h))
         assert sorted(ours) == sorted(ref) == list(range(1, 91))
         for n in ref:
