@@ -80,6 +80,8 @@ def _first_record(video_dir: Path, video: Path, source_id: str, url: str, clip_t
         record = saved["record"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if not isinstance(record, dict):
+        return None
     same = (record.get("source_id"), record.get("url"), record.get("clip_type"), saved.get("format"))
     if same != (source_id, url, clip_type, fmt) or record.get("path") != os.path.relpath(video, video_dir.parent):
         return None

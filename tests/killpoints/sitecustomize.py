@@ -25,13 +25,15 @@ def _install(event: str, pattern: str, mark: str) -> None:
         rel = os.path.relpath(os.path.abspath(os.fspath(path)))
         if not PurePath(rel).match(pattern):
             return
+        # The mark appears with its text (a link to a finished file), never empty.
+        tmp = f"{mark}.{os.getpid()}"
+        with open(tmp, "w") as fh:
+            fh.write(f"{event} {rel}\n")
         try:
-            fd = os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            os.link(tmp, mark)
         except FileExistsError:
             pass  # another job got there first: wait for the kill too
-        else:
-            os.write(fd, f"{event} {rel}\n".encode())
-            os.close(fd)
+        os.unlink(tmp)
         while True:
             time.sleep(3600)
 
