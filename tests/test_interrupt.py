@@ -18,6 +18,7 @@ half-written: each file that exists is already byte-identical to the reference.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -80,7 +81,7 @@ def run_and_kill(wd: Path, i: int, rule: str, event: str, pattern: str, *args: s
     reaches the kill point; SIGKILL the group then. Returns the point as the job wrote it
     (``EVENT PATH``); fails if the run ends first."""
     mark = wd / f".kill{i}"
-    name = wd / f"run_killed_{i}_{rule}.log"
+    name = wd / f"run_killed_{i}_{rule}.log"  # the log of the run with kill point i
     with open(name, "w") as log:
         proc = subprocess.Popen(_cmd(wd, "--until", rule, *args), stdout=log, stderr=subprocess.STDOUT,
                                 env=_env(wd, event, pattern, mark), start_new_session=True)
@@ -166,7 +167,23 @@ def runs(tmp_path_factory):
             assert locked.returncode != 0 and "cannot be locked" in locked.stdout + locked.stderr
         snakemake(wd, "--unlock")
     final = snakemake(wd, *PROFILE)
+    (wd / f"run_resumed_{len(KILL_POINTS)}.log").write_text(final.stdout + final.stderr)
     return ref, wd, kills, final
+
+
+def run_log(wd: Path, n: int) -> str:
+    """The output of the n-th run of the killed workdir (the run of kill point n, or the resume)."""
+    (path,) = [*wd.glob(f"run_killed_{n}_*.log"), *wd.glob(f"run_resumed_{n}.log")]
+    return path.read_text()
+
+
+def jobs_in(log: str) -> list[tuple[str, list[str], str]]:
+    """(rule, outputs, reason) of each job a Snakemake run log lists."""
+    jobs = []
+    for m in re.finditer(r"^(?:local)?rule (\w+):\n((?:    .*\n)+)", log, re.M):
+        fields = dict(re.findall(r"^    (\w+): (.*)$", m.group(2), re.M))
+        jobs.append((m.group(1), fields.get("output", "").split(", "), fields.get("reason", "")))
+    return jobs
 
 
 def test_each_kill_stopped_a_job_of_its_stage_at_its_point(runs):
@@ -177,6 +194,21 @@ def test_each_kill_stopped_a_job_of_its_stage_at_its_point(runs):
     for (rule, event, pattern, _), (_, hit, _, _) in zip(KILL_POINTS, kills):
         got_event, path = hit.split(" ", 1)
         assert got_event == event and Path(path).match(pattern), (hit, pattern)
+
+
+def test_jobs_killed_after_their_last_output_ran_again_over_it(runs):
+    """A job killed after it wrote everything, before Snakemake recorded it, is run again by
+    the next run (rerun-incomplete) over its own finished files: the case that lost the
+    download facts (issue 14)."""
+    ref, wd, kills, final = runs
+    for i, ((rule, _, _, state), (_, hit, _, _)) in enumerate(zip(KILL_POINTS, kills)):
+        if "not recorded" not in state:
+            continue
+        path = hit.split(" ", 1)[1]
+        after = run_log(wd, i + 1)
+        again = [(r, reason) for r, outputs, reason in jobs_in(after)
+                 if r == rule and any(path == o or path.startswith(o + "/") for o in outputs)]
+        assert again, f"killed at {hit}: the next run did not run that {rule} job again"
 
 
 def test_nothing_half_written_under_a_final_name_at_any_kill(runs):
