@@ -47,7 +47,6 @@ KILL_POINTS = [
     ("download", "after-replace", "results/download/*.mp4",
      "the video and its record in place, the status table not written"),
     ("download", "after-replace", "results/download/*.tsv", "all written, the job not recorded"),
-    ("trim", "created", "results/clips/*/.*", "ffmpeg about to write into trim's segment folder"),
     ("trim", "after-replace", "results/clips/*/*_000.mp4", "the first clip in place, the others not"),
     ("trim", "after-replace", "results/clips/*/status.tsv", "the status table written, the manifest not"),
     ("detect", "created", "results/detections/.*.parquet", "YOLO about to run, the cache's temporary open"),
@@ -155,18 +154,24 @@ def differences(ref: Path, res: Path, only=None) -> list[str]:
 def runs(tmp_path_factory):
     base = tmp_path_factory.mktemp("interrupt")
     ref = make_workdir(base / "reference", sources=SOURCES, config=CONFIG)
+    t = time.monotonic()
     snakemake(ref)
+    print(f"reference run: {time.monotonic() - t:.1f} s")
     wd = make_workdir(base / "killed", sources=SOURCES, config=CONFIG)
     res = wd / "results"
     kills = []  # (rule, point written by the job, files differing from the reference then, temporaries)
+    t0 = time.monotonic()
     for i, (rule, event, pattern, _) in enumerate(KILL_POINTS):
+        t = time.monotonic()
         hit = run_and_kill(wd, i, rule, event, pattern, *([] if i == 0 else PROFILE))
         kills.append((rule, hit, differences(ref / "results", res), temporary(res)))
         if i == 0:
             locked = snakemake(wd, check=False)  # a killed run leaves its lock behind
             assert locked.returncode != 0 and "cannot be locked" in locked.stdout + locked.stderr
         snakemake(wd, "--unlock")
+        print(f"kill point {i} ({rule}): run, kill and unlock took {time.monotonic() - t:.1f} s")
     final = snakemake(wd, *PROFILE)
+    print(f"{len(KILL_POINTS)} kills and the resume took {time.monotonic() - t0:.1f} s")
     (wd / f"run_resumed_{len(KILL_POINTS)}.log").write_text(final.stdout + final.stderr)
     return ref, wd, kills, final
 
