@@ -3,10 +3,18 @@
 A failure is data: the job always writes a status record (``ok``/``failed`` with the
 reason and yt-dlp's metadata), and later stages treat a failed source as zero clips.
 Local films (clip type ``m``) are hard-linked or copied, never re-encoded.
+
+A download is written into a hidden staging folder, checked, and moved into place
+after its record (``{source_id}.record.json``); a job that runs again (after a kill, or
+because Snakemake re-runs it) finds the video with its record and returns that record
+unchanged, so its status table is the same, byte for byte, as the first run's.
 """
 
 from __future__ import annotations
 
+import glob
+import hashlib
+import json
 import logging
 import os
 import shutil
@@ -16,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import media
-from .atomic import write_tsv
+from .atomic import write_text, write_tsv
 from .sources import normalize_url
 
 log = logging.getLogger(__name__)
@@ -49,14 +57,48 @@ def _existing_video(video_dir: Path, source_id: str) -> Path | None:
     return None
 
 
-def _link_or_copy(src: Path, dest: Path) -> None:
-    tmp = dest.with_name(f".{dest.name}.tmp")
-    tmp.unlink(missing_ok=True)
+# A finished download is a video together with its record, the facts its first run
+# learnt (title, duration, attempts ...): a re-run of the job (after a kill, or when
+# Snakemake re-runs it) returns that record unchanged instead of facts it cannot learn
+# again from the file alone. The record is written before the video is moved into
+# place, so a video under its final name always has its record.
+def record_file(video_dir: Path, source_id: str) -> Path:
+    return Path(video_dir) / f"{source_id}.record.json"
+
+
+def _staging(video_dir: Path, source_id: str, url: str) -> Path:
+    """The folder yt-dlp writes into (partial files stay there for the next attempt);
+    named by the URL so that a changed URL never resumes the old one's parts."""
+    digest = hashlib.sha1(url.encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return video_dir / f".{source_id}.{digest}.partial"
+
+
+def _first_record(video_dir: Path, video: Path, source_id: str, url: str, clip_type: str, fmt: str):
+    """The record of ``video``'s first run if it is the download of this url and format."""
     try:
-        os.link(src, tmp)
+        saved = json.loads(record_file(video_dir, source_id).read_text(encoding="utf-8"))
+        record = saved["record"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    same = (record.get("source_id"), record.get("url"), record.get("clip_type"), saved.get("format"))
+    if same != (source_id, url, clip_type, fmt) or record.get("path") != os.path.relpath(video, video_dir.parent):
+        return None
+    return {k: record.get(k) for k in RECORD_COLUMNS}
+
+
+def _write_record(video_dir: Path, record: dict, fmt: str) -> None:
+    write_text(record_file(video_dir, record["source_id"]),
+               json.dumps({"format": fmt, "record": record}, ensure_ascii=False, indent=1) + "\n")
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    dest.unlink(missing_ok=True)
+    try:
+        os.link(src, dest)
     except OSError:
-        shutil.copyfile(src, tmp)
-    os.replace(tmp, dest)
+        shutil.copyfile(src, dest)
 
 
 def _ydl_options(out_template: str, *, fmt, cookies, sleep_requests, sleep_interval,
@@ -109,63 +151,119 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
     """Fetch one source into ``video_dir`` (``results/download``); return its status record.
 
     The record's ``path`` is relative to the results folder (the parent of video_dir).
+    A source already downloaded (by this url and format) keeps its first run's record.
     """
-    import yt_dlp
-
     video_dir = Path(video_dir)
     video_dir.mkdir(parents=True, exist_ok=True)
     ydl_url, local = normalize_url(url, base_dir)
-    record = {"source_id": source_id, "url": url, "clip_type": clip_type, "status": "failed",
-              "reason": None, "path": None, "attempts": 0,
-              "title": None, "duration": None, "width": None, "height": None, "fps": None}
+    staging = _staging(video_dir, source_id, url)
+    for old in video_dir.glob(f".{glob.escape(source_id)}.*.partial"):
+        if old != staging:  # the parts of an earlier URL
+            shutil.rmtree(old, ignore_errors=True)
 
     video = _existing_video(video_dir, source_id)
     if video is not None:
-        record["reason"] = "already downloaded"
+        first = _first_record(video_dir, video, source_id, url, clip_type, format)
+        if first is not None:
+            log.info("%s: already downloaded (%s); its first record is kept", source_id, video)
+            shutil.rmtree(staging, ignore_errors=True)
+            return first
+        if record_file(video_dir, source_id).exists():
+            log.info("%s: %s was downloaded from another url or format; fetching again", source_id, video)
+            video.unlink()
+        else:
+            # A results folder written before records were kept: nothing to learn the
+            # first run's facts from; this record is kept from now on.
+            log.info("%s: %s already there, without a record", source_id, video)
+            record = _new_record(source_id, url, clip_type)
+            record["reason"] = "already downloaded"
+            _probe_into(record, video, video, video_dir)
+            record = _one_line(record)
+            if record["status"] == "ok":
+                _write_record(video_dir, record, format)
+            return record
+    record_file(video_dir, source_id).unlink(missing_ok=True)  # a record whose video never got in place
+
+    record = _new_record(source_id, url, clip_type)
+    staging.mkdir(exist_ok=True)
+    staged = None
+    if local is not None and local.is_file() and local.stat().st_size == 0:
+        record["reason"] = f"not a video: {local}: empty file (0 bytes)"  # yt-dlp: "Did not get any data blocks"
     elif clip_type == "m" and local is not None:
         # Films are local files: link (or copy) them, never re-encode.
         if not local.is_file():
             record["reason"] = f"local file {local} does not exist"
         else:
             suffix = local.suffix.lower() if local.suffix.lower() in VIDEO_EXTS else ".mp4"
-            video = video_dir / f"{source_id}{suffix}"
-            _link_or_copy(local, video)
+            staged = staging / f"{source_id}{suffix}"
+            _link_or_copy(local, staged)
             record["title"] = local.stem
     else:
-        opts = _ydl_options(str(video_dir / f"{source_id}.%(ext)s"), fmt=format, cookies=cookies,
-                            sleep_requests=sleep_requests, sleep_interval=sleep_interval,
-                            rate_limit=rate_limit, proxy=proxy, socket_timeout=socket_timeout)
-        for attempt in range(1, max(1, int(retries)) + 1):
-            record["attempts"] = attempt
-            try:
-                with yt_dlp.YoutubeDL(opts) as ydl:
-                    info = ydl.extract_info(ydl_url, download=True)
-                record.update(_info_fields(info))
-                video = _existing_video(video_dir, source_id)
-                if video is None:
-                    record["reason"] = "yt-dlp reported success but wrote no file"
-                break
-            except Exception as exc:  # yt-dlp raises DownloadError and friends
-                reason = _clean(str(exc)).removeprefix("ERROR: ").strip() or type(exc).__name__
-                record["reason"] = reason
-                permanent = any(p in reason.lower() for p in PERMANENT)
-                log.warning("%s: attempt %d failed: %s", source_id, attempt, reason)
-                if permanent or attempt == retries:
-                    break
-                time.sleep(float(backoff_seconds) * 2 ** (attempt - 1))
+        staged = _yt_dlp(record, ydl_url, staging, format=format, retries=retries,
+                         backoff_seconds=backoff_seconds, cookies=cookies, sleep_requests=sleep_requests,
+                         sleep_interval=sleep_interval, rate_limit=rate_limit, proxy=proxy,
+                         socket_timeout=socket_timeout)
+    if staged is not None:
+        _probe_into(record, staged, video_dir / staged.name, video_dir, name=local or url)
+    record = _one_line(record)
+    if record["status"] == "ok":
+        _write_record(video_dir, record, format)  # first the record, then the video
+        os.replace(staged, video_dir / staged.name)
+    shutil.rmtree(staging, ignore_errors=True)
+    return record
 
-    if video is not None:
+
+def _new_record(source_id: str, url: str, clip_type: str) -> dict:
+    return {"source_id": source_id, "url": url, "clip_type": clip_type, "status": "failed",
+            "reason": None, "path": None, "attempts": 0,
+            "title": None, "duration": None, "width": None, "height": None, "fps": None}
+
+
+def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backoff_seconds,
+            **options) -> Path | None:
+    """Download into ``staging`` with retries; fill ``record``; return the file or None."""
+    import yt_dlp
+
+    source_id = record["source_id"]
+    opts = _ydl_options(str(staging / f"{source_id}.%(ext)s"), fmt=format, **options)
+    for attempt in range(1, max(1, int(retries)) + 1):
+        record["attempts"] = attempt
         try:
-            info = media.probe(video)
-        except media.MediaError as exc:
-            record["reason"] = f"not a video: {exc}"
-        else:
-            record.update(status="ok", reason=record["reason"] or "",
-                          path=os.path.relpath(video, video_dir.parent))
-            for key, value in (("width", info.width), ("height", info.height),
-                               ("fps", info.fps), ("duration", info.duration)):
-                if record.get(key) in (None, 0):
-                    record[key] = value
+            with yt_dlp.YoutubeDL(opts) as ydl:
+                info = ydl.extract_info(ydl_url, download=True)
+            record.update(_info_fields(info))
+            staged = _existing_video(staging, source_id)
+            if staged is None:
+                record["reason"] = "yt-dlp reported success but wrote no file"
+            return staged
+        except Exception as exc:  # yt-dlp raises DownloadError and friends
+            reason = _clean(str(exc)).removeprefix("ERROR: ").strip() or type(exc).__name__
+            record["reason"] = reason
+            permanent = any(p in reason.lower() for p in PERMANENT)
+            log.warning("%s: attempt %d failed: %s", source_id, attempt, reason)
+            if permanent or attempt == retries:
+                return None
+            time.sleep(float(backoff_seconds) * 2 ** (attempt - 1))
+    return None
+
+
+def _probe_into(record: dict, video: Path, final: Path, video_dir: Path, name=None) -> None:
+    """Check that ``video`` (to be kept as ``final``) is a video; fill the record's size,
+    fps and duration where yt-dlp gave none. ``name``: how a failure names the source."""
+    try:
+        info = media.probe(video)
+    except media.MediaError as exc:
+        detail = str(exc).removeprefix(f"{video}: ")
+        record["reason"] = f"not a video: {name or final}: {detail}"
+        return
+    record.update(status="ok", reason=record["reason"] or "", path=os.path.relpath(final, video_dir.parent))
+    for key, value in (("width", info.width), ("height", info.height), ("fps", info.fps),
+                       ("duration", info.duration)):
+        if record.get(key) in (None, 0):
+            record[key] = value
+
+
+def _one_line(record: dict) -> dict:
     # One-line UTF-8 text: a film's title is its file name (a file URL's %0A or %09 makes
     # a newline or a tab in it), and reasons quote paths.
     record["title"], record["reason"] = _clean(record["title"]), _clean(record["reason"])

@@ -12,6 +12,9 @@ Inputs that cannot be used (an unreadable file, a track row of a clip that is no
 kept, a degenerate box ...) are listed in ``input_report.tsv`` and the rest goes on.
 Label rows with a problem are listed in ``label_report.tsv`` and left out of the AVA
 files; exact duplicate rows are removed and listed there too.
+
+A split that gets no clip although its ratio is above 0 (a small dataset) is reported in
+both reports and the log, and its AVA files are not written (see ``empty_splits``).
 """
 
 from __future__ import annotations
@@ -298,6 +301,25 @@ def _copy_bytes(src: Path, dst: Path) -> None:
         shutil.copyfile(src, tmp)
 
 
+def empty_splits(by_split: dict, ratios, labelled: bool) -> dict[str, str]:
+    """Split -> why it is empty, for each split whose ratio is above 0 but that gets no clip
+    (small datasets). ``labelled``: the AVA split files are written (they name them)."""
+    n = sum(len(c) for c in by_split.values())
+    counts = {s: len(c) for s, c in by_split.items()}
+    shares = ":".join(f"{float(r):g}" for r in ratios)
+    out = {}
+    for split, ratio in zip(splits.SPLITS, ratios):
+        if float(ratio) <= 0 or counts[split]:
+            continue
+        why = (f"no clip: {n} clip(s) at ratios {shares} give train {counts['train']}, val {counts['val']}, "
+               f"test {counts['test']} (train and val get the floor of their share)")
+        if labelled:
+            names = [SPLIT_FILES[split]] + ([f"ava_{split}_predicted_boxes.csv"] if split != "train" else [])
+            why += f"; {' and '.join(names)} not written (an empty ground truth crashes mmaction2's evaluation)"
+        out[split] = why + "; add clips, or change export.split.ratios"
+    return out
+
+
 def run(
     *,
     manifests: list,
@@ -350,7 +372,6 @@ def run(
     ava = None
     if have_labels:
         valid, rep, dups = validate_labels(labels.read_actions(actions), clips, boxes, set(lmap["id"]))
-        write_tsv(out / "label_report.tsv", rep)
         ava = valid.merge(boxes, on=["video_id", "person_id"], how="left", validate="many_to_one")
         ava = ava.sort_values(["video_id", "person_id", "line"], kind="stable").reset_index(drop=True)
         clip_actions = {c: set(g["action_id"]) for c, g in ava.groupby("video_id")}
@@ -367,16 +388,31 @@ def run(
     fr.write_frame_lists(out / "frame_lists", by_split, clips["frames"].to_dict())
     summary["splits"] = {s: len(c) for s, c in by_split.items()}
 
+    empty = empty_splits(by_split, ratios, ava is not None)
+    for split, why in empty.items():
+        report.add("export.split", split, why)
+    summary["empty_splits"] = sorted(empty)
     if ava is not None:
+        rep = pd.concat([rep, pd.DataFrame([("", "", f"split {s}: {w}") for s, w in empty.items()],
+                                           columns=rep.columns)], ignore_index=True)
+        write_tsv(out / "label_report.tsv", rep)
         lines = [f"{_box_cells(r)},{r.action_id},{r.person_id}" for r in ava.itertuples(index=False)]
         _lines(out / "ava_format_with_header.csv", [AVA_HEADER] + lines)
         _lines(out / "ava_format.csv", lines)
         split_of_row = ava["video_id"].map(assignment).tolist()
         for split, name in SPLIT_FILES.items():
-            _lines(out / name, [ln for ln, s in zip(lines, split_of_row) if s == split])
-        for split in ("val", "test"):
-            pred = [f"{_box_cells(r)},,1" for r, s in zip(ava.itertuples(index=False), split_of_row) if s == split]
-            _lines(out / f"ava_{split}_predicted_boxes.csv", pred)
+            # An empty split file is not written: mmaction2's evaluation fails on an empty
+            # ground truth ("need at least one array to concatenate") after a whole epoch of
+            # training, while a missing file stops PySlowFast and mmaction2 at start-up, naming it.
+            part = [(ln, r) for ln, r, s in zip(lines, ava.itertuples(index=False), split_of_row) if s == split]
+            files = [(name, [ln for ln, _ in part])]
+            if split != "train":
+                files.append((f"ava_{split}_predicted_boxes.csv", [f"{_box_cells(r)},,1" for _, r in part]))
+            for file, rows in files:
+                if rows:
+                    _lines(out / file, rows)
+                else:
+                    (out / file).unlink(missing_ok=True)
     proposals.write(out, track_rows, clips, ava, assignment)
 
     ds = clips.loc[sorted(assignment), ["clip_id", "clip_type"]]

@@ -15,6 +15,7 @@ Frame lists: ``frame_lists/{train,val,test}.csv``, space-separated, header
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -55,6 +56,8 @@ def extract_clip(video: Path, out_dir: Path, clip: str, expected: int, jpeg_qual
     if not video.is_file():
         raise MediaError(f"{video}: no such file")
     out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in out_dir.glob(f".{glob.escape(clip)}.*"):  # the temporary folders of a killed run
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{clip}.", dir=out_dir))
     try:
         run_ffmpeg(

@@ -57,13 +57,14 @@ def build(tracks: pd.DataFrame, clips: pd.DataFrame, keys) -> dict[str, np.ndarr
 
 
 def write(out_dir, tracks: pd.DataFrame, clips: pd.DataFrame, ava: pd.DataFrame | None, assignment: dict) -> None:
-    """One pickle per split (an empty dict for an empty split); none without labels."""
+    """One pickle per split; none for an empty split (like its AVA files, see export) and
+    none without labels."""
     for split in SPLITS:
         target = path(out_dir, split)
-        if ava is None:
-            target.unlink(missing_ok=True)  # stale, from an earlier run with labels
+        rows = ava[ava["video_id"].map(assignment) == split] if ava is not None else ()
+        if not len(rows):
+            target.unlink(missing_ok=True)  # stale, from an earlier run
             continue
-        rows = ava[ava["video_id"].map(assignment) == split]
         props = build(tracks, clips, zip(rows["video_id"], rows["frame_stamp"]))
         with atomic_path(target) as tmp, open(tmp, "wb") as fh:
             pickle.dump(props, fh, protocol=4)

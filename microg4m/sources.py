@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from pathlib import Path
@@ -24,16 +25,52 @@ def _schema() -> dict:
         return yaml.safe_load(fh)
 
 
+def _text(path: Path) -> str:
+    """The table's text: strict UTF-8 (a BOM is allowed). A line that is not UTF-8 is
+    named with its source id (when that cell is readable), its field and the byte."""
+    data = path.read_bytes()
+    if not data:
+        raise SourcesError(f"sources table {path}: empty file (0 bytes); it needs the header line "
+                           f"source_id<TAB>url<TAB>clip_type and one row per source")
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    lines = data.split(b"\n")
+    header = lines[0].decode("utf-8", "replace").rstrip("\r").split("\t")
+    problems = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            cells = line.split(b"\t")
+            cell = len(line[: exc.start].split(b"\t")) - 1  # the cell holding the bad byte
+            field = header[cell].strip() if number > 1 and cell < len(header) else f"column {cell + 1}"
+            try:
+                sid = cells[0].decode("utf-8").strip()
+            except UnicodeDecodeError:
+                sid = ""
+            what = "the header" if number == 1 else f"source_id {sid!r}" if sid else "source id not readable"
+            problems.append(f"line {number} ({what}), field {field}: byte 0x{line[exc.start]:02x} "
+                            f"(byte {exc.start + 1} of the line) is not UTF-8")
+    if problems:
+        raise SourcesError(f"sources table {path}: not UTF-8 (saved as Latin-1 or Windows-1252? save it as "
+                           f"UTF-8):\n  " + "\n  ".join(problems))
+    text = data.decode("utf-8")
+    if not text.strip():
+        raise SourcesError(f"sources table {path}: empty (only blank lines); it needs the header line "
+                           f"source_id<TAB>url<TAB>clip_type and one row per source")
+    return text
+
+
 def load_sources(path: str | os.PathLike) -> pd.DataFrame:
     """Read and validate the table; rows keep their order. Raises SourcesError."""
     path = Path(path)
     if not path.is_file():
         raise SourcesError(f"sources table {path}: no such file")
+    text = _text(path)
     try:
         # No comment= here: pandas would cut a line at any '#', even inside a URL
         # (fragments, file names); comment lines are dropped below, by their first cell.
-        df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, skip_blank_lines=False)
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        df = pd.read_csv(io.StringIO(text), sep="\t", dtype=str, keep_default_na=False, skip_blank_lines=False)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise SourcesError(f"sources table {path}: cannot parse as TSV ({exc})") from None
     df.columns = [c.strip() for c in df.columns]
     schema = _schema()
@@ -75,6 +112,8 @@ def load_sources(path: str | os.PathLike) -> pd.DataFrame:
                 seen[sid] = n
     if problems:
         raise SourcesError(f"sources table {path}:\n  " + "\n  ".join(problems))
+    if n == 0:
+        raise SourcesError(f"sources table {path}: no sources (the header line and no rows)")
     df = df[~skip.to_numpy()].apply(lambda col: col.str.strip())
     return df.set_index("source_id", drop=False)
 

@@ -198,7 +198,7 @@ def test_the_good_source_reaches_the_export(run, tables):
 
 @pytest.mark.parametrize("sid, clip_type, words", [
     ("truncated", "r", ["not a video", "moov atom not found"]),
-    ("zero", "r", ["did not get any data"]),  # yt-dlp's own words for a 0-byte download
+    ("zero", "r", ["not a video", "zero.mp4: empty file (0 bytes)"]),  # not yt-dlp's "did not get any data"
     ("zero_film", "m", ["not a video", "empty file (0 bytes)"]),
     ("text", "r", ["not a video", "not a readable video"]),
     ("audio", "r", ["not a video", "no video stream (only audio)"]),
@@ -329,6 +329,18 @@ def test_bad_ids_stop_the_run_before_any_job_naming_row_and_field(tmp_path):
     assert "sources.tsv" in out
     assert not (wd / "results").exists() and not (tmp_path / "escape").exists()
     assert not re.search(r"^rule \w+:", out, re.M), "a job started"
+
+
+def test_a_table_that_is_not_utf8_stops_the_run_naming_line_and_source(tmp_path):
+    good = get_footage("dancer").as_uri()
+    wd = make_workdir(tmp_path, sources="")
+    (wd / "config" / "sources.tsv").write_bytes(
+        f"source_id\turl\tclip_type\nok1\t{good}\tr\n".encode() + b"amelie\tfilms/Am\xe9lie.mp4\tm\n")
+    proc = snakemake(wd, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "sources.tsv: not UTF-8" in out and "line 3 (source_id 'amelie'), field url: byte 0xe9" in out, out[-3000:]
+    assert not (wd / "results").exists() and not re.search(r"^rule \w+:", out, re.M)
 
 
 # --- the pieces behind the records above, alone ------------------------------------------

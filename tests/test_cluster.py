@@ -36,7 +36,7 @@ SOURCES = {
 CONFIG = {"detect": {"imgsz": 320}}
 # The decisions of a local run (snakemake --cores 2) of these sources.
 EXPECTED_DECISIONS = {"carphone_000": ("1", "kept"), "noperson_000": ("0", "few_persons")}
-LOCAL_RULES = {"download", "all"}  # run inside the Snakemake process, never submitted
+LOCAL_RULES = {"download", "versions", "all"}  # run inside the Snakemake process, never submitted
 
 
 def run(workdir: Path, *args: str, env: dict | None = None, timeout: int = 420):

@@ -18,8 +18,11 @@ def test_local_file_through_ytdlp(tmp_path):
     assert rec["width"] == 640 and rec["height"] == 480 and rec["duration"] > 1.5
     back = download.read_records(out)[0]
     assert back["status"] == "ok" and back["path"] == rec["path"] and back["title"] == rec["title"]
-    # A second run skips the download.
-    assert fetch("p1", src.as_uri(), "r", out.parent)["reason"] == "already downloaded"
+    # A second run skips the download and returns the first run's record, unchanged.
+    first = out.read_bytes()
+    assert fetch("p1", src.as_uri(), "r", out.parent) == rec
+    download.run([{"source_id": "p1", "url": src.as_uri(), "clip_type": "r"}], out)
+    assert out.read_bytes() == first
 
 
 def test_film_is_linked_not_reencoded(tmp_path):
@@ -52,3 +55,71 @@ def test_shell_metacharacters_are_inert(tmp_path):
     url = f"http://127.0.0.1:9/a.mp4;touch {marker}&&$(touch {marker})"
     rec = fetch("meta", url, "r", tmp_path / "d", retries=1)
     assert rec["status"] == "failed" and not marker.exists()
+
+
+def _source(tmp_path, name="clip.mp4", seconds=2):
+    src = tmp_path / "media" / name
+    src.parent.mkdir(parents=True, exist_ok=True)
+    ffmpeg("-i", str(get_footage("pianist")), "-t", str(seconds), "-c:v", "libx264", "-preset", "ultrafast",
+           str(src))
+    return src
+
+
+def test_every_state_a_kill_can_leave_gives_the_first_runs_record(tmp_path):
+    """A killed download job leaves one of: parts in the staging folder, a record without
+    its video (killed between the two), or the video with its record but no status table.
+    Each re-run gives the same record (title, attempts ...) and status table as the first run."""
+    src = _source(tmp_path)
+    sources = [{"source_id": "p1", "url": src.as_uri(), "clip_type": "r"}]
+    d = tmp_path / "results" / "download"
+    rec = download.run(sources, d / "p1.tsv")[0]
+    table = (d / "p1.tsv").read_bytes()
+    assert rec["status"] == "ok" and rec["attempts"] == 1 and rec["title"] == "clip"
+    record, video = download.record_file(d, "p1"), tmp_path / "results" / rec["path"]
+    assert sorted(p.name for p in d.iterdir()) == ["p1.mp4", "p1.record.json", "p1.tsv"]
+
+    def rerun():
+        (d / "p1.tsv").unlink()
+        assert download.run(sources, d / "p1.tsv")[0] == rec
+        assert (d / "p1.tsv").read_bytes() == table
+        assert sorted(p.name for p in d.iterdir()) == ["p1.mp4", "p1.record.json", "p1.tsv"]  # no staging left
+
+    rerun()  # the video and its record, no status table
+    video.unlink()
+    rerun()  # a record without its video: fetched again
+    video.unlink()
+    record.unlink()
+    stale = d / ".p1.0123456789.partial"  # parts of an earlier URL
+    stale.mkdir()
+    (stale / "p1.mp4.part").write_bytes(b"x" * 100)
+    rerun()  # nothing but stale parts
+
+
+def test_a_changed_url_is_fetched_again(tmp_path):
+    a, b = _source(tmp_path, "a.mp4", 2), _source(tmp_path, "b.mp4", 3)
+    d = tmp_path / "results" / "download"
+    first = download.fetch("s", a.as_uri(), "r", d)
+    second = download.fetch("s", b.as_uri(), "r", d)
+    assert first["title"] == "a" and second["title"] == "b" and second["duration"] > first["duration"]
+    assert (tmp_path / "results" / second["path"]).read_bytes() != a.read_bytes()
+
+
+def test_a_video_without_a_record_is_kept_and_recorded_from_then_on(tmp_path):
+    """A results folder from before records were kept: the video is used as it is."""
+    src = _source(tmp_path)
+    d = tmp_path / "results" / "download"
+    d.mkdir(parents=True)
+    (d / "old.mp4").write_bytes(src.read_bytes())
+    rec = download.fetch("old", "https://example.invalid/old.mp4", "r", d)
+    assert rec["status"] == "ok" and rec["reason"] == "already downloaded" and rec["width"] == 640
+    assert download.fetch("old", "https://example.invalid/old.mp4", "r", d) == rec
+
+
+def test_a_zero_byte_local_file_is_reported_as_empty(tmp_path):
+    zero = tmp_path / "zero.mp4"
+    zero.write_bytes(b"")
+    for clip_type in ("r", "m"):
+        rec = fetch(f"zero_{clip_type}", zero.as_uri(), clip_type, tmp_path / "d")
+        assert rec["status"] == "failed" and rec["attempts"] == 0, rec
+        assert rec["reason"] == f"not a video: {zero}: empty file (0 bytes)"
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == []  # nothing staged, nothing kept

@@ -165,8 +165,10 @@ def test_each_validation_case_is_reported(synthetic):
     assert sorted((r[0], r[7], r[6]) for r in rows) == sorted(
         (g.split(",")[0], g.split(",")[2], g.split(",")[3]) for g in good
     )
-    # every reported row and line is a real row of actions.csv
-    for line, row in zip(rep["line"].astype(int), rep["row"]):
+    # every reported row and line is a real row of actions.csv (split warnings have none)
+    labelled = rep[rep["line"] != ""]
+    assert len(labelled) == len(rep) - len(summary["empty_splits"])
+    for line, row in zip(labelled["line"].astype(int), labelled["row"]):
         assert lines[line - 1] == row
 
 
@@ -200,6 +202,54 @@ def test_template_mode_without_labels(synthetic):
         "1,1,25.0",
         "2,3,75.0",
     ]
+
+
+GOOD = ["a_000,r,1,12", "a_000,r,2,79", "a_001,r,1,12", "a_002,r,2,80", "b_000,m,1,12"]
+
+
+def test_a_small_dataset_says_which_split_is_empty_and_writes_no_empty_split_file(synthetic, capsys):
+    """4 kept clips at 7:1:2: val gets floor(0.4) = 0 clips. mmaction2's evaluation crashes on
+    an empty ava_val_gt.csv, so it is not written, and the label report, the input report
+    and the log (stderr) say why."""
+    (synthetic / "actions.csv").write_text("video_id,movie_or_real,person_id,action\n" + "\n".join(GOOD) + "\n")
+    out = synthetic / "out"
+    out.mkdir()
+    for stale in ("ava_val_gt.csv", "ava_val_predicted_boxes.csv"):
+        (out / stale).write_text("a_000,41,0.1,0.1,0.5,0.5,12,1\n")  # from an earlier, larger run
+    summary = export.run(**inputs(synthetic), out_dir=out, actions=synthetic / "actions.csv")
+    assert summary["splits"] == {"train": 2, "val": 0, "test": 2} and summary["empty_splits"] == ["val"]
+    assert not (out / "ava_val_gt.csv").exists() and not (out / "ava_val_predicted_boxes.csv").exists()
+    for name in ("ava_train.csv", "ava_test_gt.csv", "ava_test_predicted_boxes.csv"):
+        assert read_rows(out / name), name
+    assert (out / "splits" / "val_video_ids.txt").read_text() == ""
+    assert (out / "frame_lists" / "val.csv").read_text() == frames.FRAME_LIST_HEADER + "\n"
+    why = ("no clip: 4 clip(s) at ratios 0.7:0.1:0.2 give train 2, val 0, test 2 (train and val get the floor "
+           "of their share); ava_val_gt.csv and ava_val_predicted_boxes.csv not written (an empty ground truth "
+           "crashes mmaction2's evaluation); add clips, or change export.split.ratios")
+    rep = pd.read_csv(out / "label_report.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert rep.values.tolist() == [["", "", f"split val: {why}"]]
+    inp = pd.read_csv(out / "input_report.tsv", sep="\t", dtype=str, keep_default_na=False)
+    assert inp.values.tolist() == [["export.split", "val", why]]
+    assert f"export: export.split: val: {why}" in capsys.readouterr().err
+
+
+def test_one_labelled_clip_and_a_ratio_of_zero(synthetic):
+    """Only labelled clips are in the splits: one clip goes to train (the greedy pass), val
+    and test are empty and said so; a ratio of 0 asks for no split: no file, no warning."""
+    (synthetic / "actions.csv").write_text("video_id,movie_or_real,person_id,action\na_000,r,1,12\n")
+    out = synthetic / "out"
+    summary = export.run(**inputs(synthetic), out_dir=out, actions=synthetic / "actions.csv")
+    assert summary["splits"] == {"train": 1, "val": 0, "test": 0} and summary["empty_splits"] == ["test", "val"]
+    assert read_rows(out / "ava_train.csv") == [["a_000", "20", "0.016", "0.021", "0.172", "0.417", "12", "1"]]
+    assert sorted(p.name for p in out.glob("ava_*")) == ["ava_format.csv", "ava_format_with_header.csv",
+                                                         "ava_train.csv"]
+    problems = pd.read_csv(out / "label_report.tsv", sep="\t", dtype=str, keep_default_na=False)["problem"]
+    assert [p.split(":")[0] for p in problems] == ["split val", "split test"]
+    summary = export.run(**inputs(synthetic), out_dir=out, actions=synthetic / "actions.csv", ratios=(1, 0, 0))
+    assert summary["splits"] == {"train": 1, "val": 0, "test": 0} and summary["empty_splits"] == []
+    assert sorted(p.name for p in out.glob("ava_*")) == ["ava_format.csv", "ava_format_with_header.csv",
+                                                         "ava_train.csv"]
+    assert (out / "label_report.tsv").read_text() == "line\trow\tproblem\n"
 
 
 def test_bad_inputs_reported_and_rest_goes_on(synthetic):

@@ -2,12 +2,16 @@
 
 One real demo run (three sources, one of them failing) is shared by the tests of this
 module; each test edits one thing, checks the dry run's job list, runs for real and
-checks that the real run ran the same jobs and changed what it should.
+checks that the real run ran the same jobs and changed what it should. The run uses the
+config key ``ffmpeg``: a wrapper around the pinned binary that logs its calls and names
+itself in ``-version``, so that the tests see which jobs ran which ffmpeg.
 """
 
+import base64
 import re
 import xml.etree.ElementTree as ET
 
+import imageio_ffmpeg
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,10 +24,28 @@ SOURCES = "source_id\turl\tclip_type\ndancer\tresources/demo/dancer.mp4\tr\n" \
 UNITS = 3  # sources_per_job 1: one job per source and stage
 
 
+WRAPPER_VERSION = "ffmpeg version microg4m-test-wrapper"
+
+
+def ffmpeg_wrapper(folder):
+    """An ffmpeg that appends its arguments to ``calls.log`` and runs the pinned binary."""
+    folder.mkdir()
+    wrapper = folder / "ffmpeg"
+    wrapper.write_text(f"""#!/bin/sh
+printf '%s\\n' "$*" >> '{folder / "calls.log"}'
+case " $* " in *" -version "*) echo '{WRAPPER_VERSION}';; esac
+exec '{imageio_ffmpeg.get_ffmpeg_exe()}' "$@"
+""")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    wd = make_workdir(tmp_path_factory.mktemp("reruns"), sources=SOURCES,
-                      config={"download": {"retries": 1}, "detect": {"imgsz": 320}})
+    base = tmp_path_factory.mktemp("reruns")
+    wd = make_workdir(base / "wd", sources=SOURCES,
+                      config={"download": {"retries": 1}, "detect": {"imgsz": 320},
+                              "ffmpeg": str(ffmpeg_wrapper(base / "bin"))})
     snakemake(wd)
     assert dry_run_jobs(wd) == {}, "a finished run has nothing left to do"
     return wd
@@ -41,11 +63,13 @@ def decisions(wd):
                      for p in sorted((wd / "results" / "filter").glob("*.tsv")))
 
 
-TRAINING_FILES = ["ava_format_with_header.csv", "ava_format.csv", "ava_train.csv", "ava_val_gt.csv",
-                  "ava_test_gt.csv", "ava_val_predicted_boxes.csv", "ava_test_predicted_boxes.csv",
-                  "ava_train_dense_proposals.pkl", "ava_val_dense_proposals.pkl", "ava_test_dense_proposals.pkl",
+TRAINING_FILES = ["ava_format_with_header.csv", "ava_format.csv", "ava_train.csv",
+                  "ava_test_gt.csv", "ava_test_predicted_boxes.csv",
+                  "ava_train_dense_proposals.pkl", "ava_test_dense_proposals.pkl",
                   "label_map.pbtxt", "frame_lists/train.csv", "frame_lists/val.csv", "frame_lists/test.csv",
                   "statistics/action_result_all.csv", "statistics/split_result.csv", "label_report.tsv"]
+# 4 labelled clips split 2 / 0 / 2: the empty val split gets no AVA files, a warning instead
+EMPTY_VAL_FILES = ["ava_val_gt.csv", "ava_val_predicted_boxes.csv", "ava_val_dense_proposals.pkl"]
 
 
 def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypatch):
@@ -54,12 +78,16 @@ def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypat
     out = run_dir / "results" / "export"
     for name in TRAINING_FILES:
         assert (out / name).is_file(), name
+    for name in EMPTY_VAL_FILES:
+        assert not (out / name).exists(), name
     problems = pd.read_csv(out / "label_report.tsv", sep="\t", dtype=str, keep_default_na=False)
+    warnings = problems.problem.str.startswith("split ")
+    assert warnings.sum() == 1 and problems.problem[warnings].iloc[0].startswith("split val:")
     assert all(re.fullmatch(r"unknown clip '(pianist|zidane|carphone)_\d+' \(in no manifest\)", p)
-               for p in problems.problem)  # every label of this run's clips is used; the rest are other demo sources'
+               for p in problems.problem[~warnings])  # every label of this run's clips is used; the rest are other demo sources'
     labelled = {line.split(",")[0] for line in (out / "ava_format.csv").read_text().splitlines()}
     assert labelled == {"dancer_000", "dancer_001", "dancer_002", "scenecut_000"}
-    non_empty = [s for s, f in loaders.SPLIT_FILES.items() if (out / f).stat().st_size]
+    non_empty = [s for s, f in loaders.SPLIT_FILES.items() if (out / f).is_file()]
     assert "train" in non_empty and "test" in non_empty  # 4 clips: 2 / 0 / 2
     for split in non_empty:
         assert loaders.pyslowfast_split(out, run_dir / "results" / "frames", split)
@@ -166,6 +194,20 @@ def test_0b_cvat_corrections_rerun_only_their_source_and_the_export_shows_exactl
     pd.testing.assert_frame_equal(pd.read_csv(res / "export" / "boxes.csv", dtype={"video_id": str}), boxes_before)
 
 
+def test_the_ffmpeg_setting_reaches_every_job_that_runs_ffmpeg(run_dir):
+    calls = (run_dir.parent / "bin" / "calls.log").read_text().splitlines()
+    wrapper = run_dir.parent / "bin" / "ffmpeg"
+    assert any(re.search(r" -f mp4 \S*resources/demo/\S*dancer", c) for c in calls), "demo_media"
+    assert any("-f segment" in c for c in calls), "trim"
+    assert any("-f image2" in c for c in calls), "frames"
+    for log in ["resources/demo/logs/dancer", "results/logs/trim/dancer", "results/logs/frames/dancer",
+                "results/logs/track/dancer", "results/logs/versions"]:
+        assert f"ffmpeg: {wrapper} ({WRAPPER_VERSION})" in (run_dir / f"{log}.log").read_text(), log
+    versions = pd.read_csv(run_dir / "results" / "versions.tsv", sep="\t", dtype=str)
+    assert versions.iloc[0].tolist() == ["ffmpeg", WRAPPER_VERSION]
+    assert dict(versions.values)["imageio-ffmpeg"] == imageio_ffmpeg.__version__
+
+
 def test_a_filter_threshold_edit_reruns_filter_and_after_never_detect(run_dir):
     before = decisions(run_dir)
     assert (before.keep == "1").sum() >= 3
@@ -212,7 +254,14 @@ def test_d_actions_edit_reruns_export_only(run_dir):
     assert sorted(ava.action_id) == [12, 17] and set(ava.video_id) == {clip}
 
 
-def test_e_report_has_funnel_contact_sheets_and_plots(run_dir):
+def report_file(html: str, name: str) -> str:
+    """The text of a table embedded in the report (a base64 data URI)."""
+    m = re.search(r'"filename": "%s",.*?;base64,([A-Za-z0-9+/=]+)' % re.escape(name), html)
+    assert m, f"{name} is not in the report"
+    return base64.b64decode(m.group(1)).decode("utf-8")
+
+
+def test_e_report_has_funnel_contact_sheets_plots_versions_and_export_warnings(run_dir):
     report = run_dir / "report.html"
     snakemake(run_dir, "--report", str(report))
     html = report.read_text(encoding="utf-8", errors="replace")
@@ -220,3 +269,12 @@ def test_e_report_has_funnel_contact_sheets_and_plots(run_dir):
     for name in ("funnel.tsv", "funnel.png", "ledger.tsv", "dancer.png", "scenecut.png",
                  "action_distribution.png", "persons_per_clip.png"):
         assert name in html, name
+    assert f"ffmpeg\t{WRAPPER_VERSION}\n" in report_file(html, "versions.tsv")
+    # one labelled clip (test_d): val and test are empty, said in the report and the log
+    labels = report_file(html, "label_report.tsv")
+    for split in ("val", "test"):
+        assert f"\t\tsplit {split}: no clip: 1 clip(s) at ratios 0.7:0.1:0.2 give train 1" in labels
+        assert f"ava_{split}_gt.csv and ava_{split}_predicted_boxes.csv not written" in labels
+        assert f"export.split\t{split}\tno clip" in report_file(html, "input_report.tsv")
+        assert f"export: export.split: {split}: no clip" in (run_dir / "results" / "logs" / "export.log").read_text()
+        assert not (run_dir / "results" / "export" / f"ava_{split}_gt.csv").exists()

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from microg4m.sources import SourcesError, load_sources, normalize_url
@@ -46,3 +48,36 @@ def test_released_source_list_is_complete():
     if ref.is_file():
         ids = [line.split(",")[2] for line in ref.read_text().splitlines()[1:]]
         assert sorted(ids) == sorted(df.index)
+
+
+def test_a_table_that_is_not_utf8_names_the_line_the_source_and_the_field(tmp_path):
+    """A film name saved in Latin-1 (é = byte 0xE9): named by line, source id and field."""
+    p = tmp_path / "sources.tsv"
+    p.write_bytes(b"source_id\turl\tclip_type\nok\tfilms/ok.mp4\tm\n"
+                  b"amelie\tfilms/Am\xe9lie.mp4\tm\ncaf\xe9\tfilms/x.mp4\tm\n")
+    with pytest.raises(SourcesError) as err:
+        load_sources(p)
+    msg = str(err.value)
+    assert f"sources table {p}: not UTF-8" in msg and "save it as UTF-8" in msg
+    assert "line 3 (source_id 'amelie'), field url: byte 0xe9 (byte 16 of the line) is not UTF-8" in msg
+    assert "line 4 (source id not readable), field source_id: byte 0xe9 (byte 4 of the line)" in msg
+    assert "line 2" not in msg and "codec can't decode" not in msg
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b"", "empty file (0 bytes)"),
+    (b"\n  \n", "empty (only blank lines)"),
+    (b"source_id\turl\tclip_type\n", "no sources (the header line and no rows)"),
+])
+def test_an_empty_table_is_reported_as_empty(tmp_path, data, expected):
+    p = tmp_path / "sources.tsv"
+    p.write_bytes(data)
+    with pytest.raises(SourcesError, match=re.escape(f"sources table {p}: {expected}")):
+        load_sources(p)
+
+
+def test_a_utf8_table_with_a_bom_or_crlf_still_loads(tmp_path):
+    p = tmp_path / "sources.tsv"
+    p.write_bytes("\ufeffsource_id\turl\tclip_type\r\namelie\tfilms/Amélie.mp4\tm\r\n".encode())
+    assert load_sources(p).to_dict("records") == [
+        {"source_id": "amelie", "url": "films/Amélie.mp4", "clip_type": "m"}]

@@ -33,7 +33,7 @@ rule export:
     output:
         report(
             directory(R("export")),
-            patterns=["statistics/{name}.png"],
+            patterns=["statistics/{name}.png", "{name}_report.tsv"],
             caption="../report/statistics.rst",
             category="3. Statistics",
         ),
