@@ -242,13 +242,13 @@ def test_one_labelled_clip_and_a_ratio_of_zero(synthetic):
     assert summary["splits"] == {"train": 1, "val": 0, "test": 0} and summary["empty_splits"] == ["test", "val"]
     assert read_rows(out / "ava_train.csv") == [["a_000", "20", "0.016", "0.021", "0.172", "0.417", "12", "1"]]
     assert sorted(p.name for p in out.glob("ava_*")) == ["ava_format.csv", "ava_format_with_header.csv",
-                                                         "ava_train.csv"]
+                                                         "ava_train.csv", "ava_train_dense_proposals.pkl"]
     problems = pd.read_csv(out / "label_report.tsv", sep="\t", dtype=str, keep_default_na=False)["problem"]
     assert [p.split(":")[0] for p in problems] == ["split val", "split test"]
     summary = export.run(**inputs(synthetic), out_dir=out, actions=synthetic / "actions.csv", ratios=(1, 0, 0))
     assert summary["splits"] == {"train": 1, "val": 0, "test": 0} and summary["empty_splits"] == []
     assert sorted(p.name for p in out.glob("ava_*")) == ["ava_format.csv", "ava_format_with_header.csv",
-                                                         "ava_train.csv"]
+                                                         "ava_train.csv", "ava_train_dense_proposals.pkl"]
     assert (out / "label_report.tsv").read_text() == "line\trow\tproblem\n"
 
 
