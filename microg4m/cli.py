@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("detect", help="YOLO person detections of a clip folder into a parquet cache")
     p.add_argument("manifest"), p.add_argument("out")
     _add_options(p, cfg["detect"])
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for inference (default: the runtime's)")
+    p.add_argument("--export-cache", default=None, metavar="DIR",
+                   help="folder of exported models (default: $MICROG4M_EXPORT_CACHE, else ~/.cache/microg4m/exports)")
 
     p = sub.add_parser("scenes", help="scene cuts of the clips of a manifest")
     p.add_argument("manifest"), p.add_argument("out")
@@ -164,7 +167,8 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "detect":
         from . import detect
 
-        return detect.run(args.manifest, args.out, **_settings(args, cfg["detect"], {}))
+        return detect.run(args.manifest, args.out, threads=args.threads, cache=args.export_cache,
+                          **_settings(args, cfg["detect"], {}))
     if stage == "scenes":
         from . import scenes
 

@@ -7,11 +7,15 @@ descending, as its NMS returns them), so that filter and track never run YOLO ag
 are decoded on a worker thread (cv2 releases the GIL) while the model runs, and are fed
 in batches that span clip boundaries; nothing grows with the number of clips except the
 (small) box table, which is flushed to parquet in row groups.
+
+The model runs with the runtime ``detect.runtime`` picks (microg4m.runtime: torch, or a
+cached OpenVINO / ONNX Runtime / TensorRT export) and with the threads the job is given.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import queue
 import threading
@@ -26,6 +30,7 @@ import pyarrow.parquet as pq
 
 from .progress import progress
 from . import manifest as mf
+from . import runtime as rt
 from .atomic import atomic_path
 from .media import MediaError, iter_frames
 from .weights import SETTING, resolve_weights
@@ -99,6 +104,54 @@ def detect_frames(model, frames: list[np.ndarray], *, imgsz: int = 640, conf: fl
                             quantize=16 if half else None, batch=len(frames), verbose=False, save=False)
     return [r.boxes.data[:, :6].float().cpu().numpy().astype(np.float32, copy=False).reshape(-1, 6)
             for r in results]
+
+
+class Detector:
+    """YOLO with the chosen runtime, called on batches of same-shape BGR frames.
+
+    The torch model is always loaded (it checks the weights and is the source of every
+    export); an exported runtime gets one export per letterboxed frame shape, made or
+    taken from the cache folder when that shape first comes up.
+    """
+
+    def __init__(self, weights: str, *, runtime: str = "auto", device: str = "cpu", imgsz: int = 640,
+                 conf: float = 0.1, batch: int = 4, half: bool = False, threads: int | None = None,
+                 cache: str | os.PathLike | None = None):
+        self.device, self.imgsz, self.conf, self.batch, self.half = device, imgsz, conf, batch, half
+        self.threads = threads
+        self.runtime = rt.choose_runtime(runtime, device)
+        self.cache = rt.default_cache(cache)
+        self.torch_model = load_model(str(weights), device)
+        self.source = self.torch_model.ckpt_path or resolve_weights(weights)  # downloaded release weights too
+        self._models: dict[tuple[int, int], object] = {}
+        if self.runtime == "torch":
+            rt.set_threads(self.torch_model, "torch", threads)
+
+    def model_for(self, frame_shape: tuple[int, ...]):
+        """The model that runs frames of ``frame_shape`` (exported and loaded on first use)."""
+        if self.runtime == "torch":
+            return self.torch_model
+        shape = rt.letterbox_shape(frame_shape, self.imgsz)
+        if shape not in self._models:
+            path = rt.exported_model(self.source, self.runtime, shape, batch=self.batch, half=self.half,
+                                     device=self.device, cache=self.cache)
+            model = rt.load_exported(path, self.torch_model.task)
+            # the first predict builds ultralytics' backend, then it gets the job's threads
+            detect_frames(model, [np.zeros(frame_shape, np.uint8)], imgsz=self.imgsz, conf=self.conf,
+                          device=self.device, half=self.half)
+            rt.set_threads(model, self.runtime, self.threads, path)
+            logging.getLogger(__name__).info("detect: %s model %s for %sx%s frames, %s threads", self.runtime,
+                                             path, frame_shape[1], frame_shape[0],
+                                             rt.threads_in_use(model, self.runtime))
+            self._models[shape] = model
+        return self._models[shape]
+
+    def __call__(self, frames: list[np.ndarray]) -> list[np.ndarray]:
+        """detect_frames() on one batch, with the model for the batch's frame shape."""
+        if not frames:
+            return []
+        return detect_frames(self.model_for(frames[0].shape), frames, imgsz=self.imgsz, conf=self.conf,
+                             device=self.device, half=self.half)
 
 
 # --- streaming frames ----------------------------------------------------------------
@@ -211,23 +264,27 @@ def auto_batch(batch, device: str) -> int:
 
 
 def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, imgsz: int = 640,
-        conf: float = 0.1, batch: int | str = "auto", device: str = "auto", half="auto") -> dict:
+        conf: float = 0.1, batch: int | str = "auto", device: str = "auto", half="auto", runtime: str = "auto",
+        threads: int | None = None, cache: str | os.PathLike | None = None) -> dict:
     """Detect persons in every frame of the ok clips of ``manifest``; write ``out`` (parquet).
 
-    Returns counts and timing: clips, frames, boxes, seconds, device.
+    ``threads``: CPU threads for inference (None: the runtime's default); ``cache``: the
+    folder of exported models (see microg4m.runtime.default_cache).
+    Returns counts and timing: clips, frames, boxes, seconds, device, runtime.
     """
     _check(imgsz, conf, batch)
     clips = mf.ok_clips(manifest)
     schema = SCHEMA.with_metadata({"weights": str(weights), "imgsz": str(imgsz), "conf": str(conf)})
     t0 = time.perf_counter()
-    stats = {"clips": len(clips), "frames": 0, "boxes": 0, "device": None}
+    stats = {"clips": len(clips), "frames": 0, "boxes": 0, "device": None, "runtime": None}
     resolve_weights(weights)  # a bad setting fails even for a source without clips
+    rt.check_runtime(runtime)  # so does a misspelt runtime
     if len(clips):
         dev = select_device(device)
-        hf = use_half(half, dev)
-        model = load_model(str(weights), dev)
         batch = auto_batch(batch, dev)
-        stats["device"] = dev
+        detector = Detector(str(weights), runtime=runtime, device=dev, imgsz=imgsz, conf=conf, batch=batch,
+                            half=use_half(half, dev), threads=threads, cache=cache)
+        stats["device"], stats["runtime"] = dev, detector.runtime
     with atomic_path(out) as tmp:
         with pq.ParquetWriter(tmp, schema) as writer:
             pending: list = []
@@ -236,7 +293,7 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
                 frames = prefetch(clip_frames(manifest, clips), size=2 * batch)
                 total = int(clips["frames"].sum())
                 for run_ in progress(batches(frames, batch), "detect", total=-(-total // batch), unit="batch"):
-                    dets = detect_frames(model, [f for _, _, f in run_], imgsz=imgsz, conf=conf, device=dev, half=hf)
+                    dets = detector([f for _, _, f in run_])
                     stats["frames"] += len(run_)
                     for (clip, n, _), arr in zip(run_, dets):
                         if len(arr):
