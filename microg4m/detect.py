@@ -120,7 +120,7 @@ class Detector:
         self.device, self.imgsz, self.conf, self.batch, self.half = device, imgsz, conf, batch, half
         self.threads = threads
         self.runtime = rt.choose_runtime(runtime, device)
-        self.cache = rt.default_cache(cache)
+        self.cache = Path(cache) if cache else rt.default_cache()
         self.torch_model = load_model(str(weights), device)
         self.source = self.torch_model.ckpt_path or resolve_weights(weights)  # downloaded release weights too
         self._models: dict[tuple[int, int], object] = {}
@@ -269,7 +269,7 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     """Detect persons in every frame of the ok clips of ``manifest``; write ``out`` (parquet).
 
     ``threads``: CPU threads for inference (None: the runtime's default); ``cache``: the
-    folder of exported models (see microg4m.runtime.default_cache).
+    folder of exported models (None: microg4m.runtime.default_cache()).
     Returns counts and timing: clips, frames, boxes, seconds, device, runtime.
     """
     _check(imgsz, conf, batch)
