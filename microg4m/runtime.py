@@ -6,7 +6,8 @@ export is keyed by the weights' sha256, the letterboxed input shape, the runtime
 batch, the precision and the versions of ultralytics and the runtime (an export from
 another version may not load), and lives in one folder per key in the cache folder.
 It is written under a temporary name and renamed when complete; a second job that wants
-the same export waits on a file lock and then loads the finished one.
+an export while another job is exporting waits on the folder's file lock
+(``exports.lock``), then loads the finished one.
 
 Every runtime goes through ultralytics' own ``predict`` (letterbox, NMS, box scaling),
 so its boxes come in the same format and order as torch's. Exports have a static input
@@ -188,11 +189,11 @@ def exported_model(weights: str | os.PathLike, runtime: str, shape: tuple[int, i
     artefact = final / EXPORTS[runtime][2]
     if (final / "export.json").is_file():
         return artefact
-    lock = FileLock(str(cache / f".{key}.lock"))
+    lock = FileLock(str(cache / "exports.lock"))  # one lock for the folder: exports are rare and short
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        log.info("export %s: another job is exporting it; waiting", key)
+        log.info("export %s: another job is exporting to %s; waiting", key, cache)
         lock.acquire()
     try:
         if (final / "export.json").is_file():  # another job finished it while we waited

@@ -178,3 +178,47 @@ def test_dry_run_declares_no_gpu_for_cpu_detect(tmp_path):
 
     assert resources() == []
     assert len(resources("detect={'device': 'cuda'}")) >= 1
+
+
+def test_parallel_decoding_keeps_order_and_checks_counts(tmp_path):
+    """The GPU path decodes several clips at once: same frames in the same order as the
+    streaming CPU path, and the same errors."""
+    from conftest import make_clip, manifest_rows
+    from microg4m import manifest as mf
+
+    src = get_footage("pianist")
+    clips = {f"src_{i:03d}": make_clip(src, tmp_path / f"src_{i:03d}.mp4", start=3 * i, seconds=0.5)
+             for i in range(3)}
+    manifest = tmp_path / "manifest.tsv"
+    rows = manifest_rows(clips)
+    mf.write_manifest(manifest, rows)
+    ok = mf.ok_clips(manifest)
+    one = list(detect.clip_frames(manifest, ok))
+    three = list(detect.clip_frames(manifest, ok, workers=3))
+    assert [(c, n) for c, n, _ in three] == [(c, n) for c, n, _ in one] and len(one) == 45
+    assert all(np.array_equal(a, b) for (_, _, a), (_, _, b) in zip(one, three))
+
+    rows[1]["frames"] = 16
+    mf.write_manifest(manifest, rows)
+    for workers in (1, 3):
+        with pytest.raises(media.MediaError, match="src_001.mp4: decoded 15 frames, manifest .* says 16"):
+            list(detect.clip_frames(manifest, mf.ok_clips(manifest), workers=workers))
+    rows[1]["frames"] = 15
+    mf.write_manifest(manifest, rows)
+    clips["src_002"].unlink()
+    for workers in (1, 3):
+        with pytest.raises(media.MediaError, match="src_002.mp4: clip src_002 listed as ok .* missing"):
+            list(detect.clip_frames(manifest, mf.ok_clips(manifest), workers=workers))
+
+
+def test_choose_decoder():
+    import importlib.util
+
+    assert detect.choose_decoder("auto", "cpu") == "cv2" and detect.choose_decoder("cv2", "cuda:0") == "cv2"
+    has = importlib.util.find_spec("torchcodec") is not None
+    assert detect.choose_decoder("auto", "cuda:0") == ("torchcodec" if has else "cv2")
+    with pytest.raises(ValueError, match="detect.decoder = 'nvdec': expected one of auto, cv2, torchcodec"):
+        detect.choose_decoder("nvdec", "cpu")
+    if not has:
+        with pytest.raises(ValueError, match="torchcodec is not installed"):
+            detect.choose_decoder("torchcodec", "cuda:0")
