@@ -213,12 +213,13 @@ def count_clips(results: Path) -> dict:
 
 
 def detect_runtime(results: Path) -> str:
-    runtimes = set()
+    """The runtimes the detect jobs used (from their logs)."""
+    import re
+
+    found = set()
     for log in (results / "logs" / "detect").glob("*.log"):
-        for line in log.read_text(errors="replace").splitlines():
-            if "detect: " in line and " model " in line:
-                runtimes.add(line.split("detect: ", 1)[1].split()[0])
-    return ",".join(sorted(runtimes)) or "torch"
+        found |= set(re.findall(r"detect: (\w+) on ", log.read_text(errors="replace")))
+    return ",".join(sorted(found)) or "none"
 
 
 # ------------------------------------------------------------------------- runs
@@ -232,7 +233,7 @@ def run_ours(sources: Path, work: Path, args) -> dict:
     env.pop("MICROG4M_EXPORT_CACHE", None)  # a fresh run: the exports are made (and timed) in it
     env.setdefault("YOLO_CONFIG_DIR", str(work / "yolo_cfg"))
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "--configfile", str(config),
-           "--nolock"]
+           "--nolock", *args.snakemake_args.split()]
     print("ours:", " ".join(cmd), flush=True)
     res = timed_command(cmd, cwd=REPO, env=env, log=work / "snakemake.log")
     if res["rc"] != 0:
@@ -295,7 +296,8 @@ def report(ours: dict, ref: dict | None, args, sources: Path, load: tuple) -> tu
                          peak_rss_mib=round(ref["peak_rss_mib"]), kept=ref["kept"], clips=ref["clips"],
                          **{k: v for k, v in ref["timings"].items()}))
     ratio = f"**{base / ours['wall_s']:.2f}×**" if base else ""
-    lines.append(f"| microg4m `snakemake --cores {args.cores}` (detect runtime {ours['runtime']}) | "
+    extra = f" {args.snakemake_args}" if args.snakemake_args else ""
+    lines.append(f"| microg4m `snakemake --cores {args.cores}{extra}` (detect runtime {ours['runtime']}) | "
                  f"{ours['wall_s']:.0f} | {ours['cpu_s']:.0f} | {ours['cores_busy']:.2f} | "
                  f"{mib(ours['peak_rss_mib'])} | {ours['kept']} | {ratio} |")
     rows.append(dict(run="microg4m", wall_s=round(ours["wall_s"], 1), cpu_s=round(ours["cpu_s"], 1),
@@ -327,6 +329,8 @@ def main(argv=None) -> int:
     p.add_argument("--sources", type=Path, help="folder of .mp4 sources (default: build bench/out/footage)")
     p.add_argument("--cores", type=int, default=os.cpu_count())
     p.add_argument("--runtime", default=None, help="detect.runtime for our run (default: the config's, auto)")
+    p.add_argument("--snakemake-args", default="", help="more snakemake options for our run, e.g. "
+                   "'--set-threads detect=1'")
     p.add_argument("--skip-reference", action="store_true")
     p.add_argument("--reference-first", action="store_true", help="run the reference before ours")
     p.add_argument("--mirror", type=Path, default=None, help="bare git copy of lei-qi-233/MicroG-4M "

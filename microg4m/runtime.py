@@ -42,7 +42,8 @@ EXPORTS = {
     "onnx": ("onnx", ("onnx", "onnxruntime"), "model.onnx"),
     "tensorrt": ("engine", ("tensorrt", "onnx"), "model.engine"),
 }
-EXTRA = {"openvino": "openvino", "onnx": "onnx", "tensorrt": "tensorrt"}  # pip install 'microg4m[EXTRA]'
+INSTALL = {"openvino": "pip install openvino", "onnx": "pip install 'microg4m[onnx]'",
+           "tensorrt": "pip install 'microg4m[gpu]'"}  # openvino is a dependency; the others are extras
 CACHE_ENV = "MICROG4M_EXPORT_CACHE"  # one cache folder for every results folder (optional)
 
 
@@ -105,7 +106,7 @@ def choose_runtime(runtime: str, device: str) -> str:
     if key != "torch" and not installed(key):
         missing = [d for d in EXPORTS[key][1] if not _has(d)]
         raise ValueError(f"{SETTING} = {runtime!r}: {', '.join(missing)} not installed "
-                         f"(pip install 'microg4m[{EXTRA[key]}]')")
+                         f"({INSTALL[key]})")
     if key == "tensorrt" and not cuda:
         raise ValueError(f"{SETTING} = {runtime!r} needs a CUDA device, detect.device is {device!r}")
     if key == "openvino" and cuda:
