@@ -115,6 +115,7 @@ class TreeMonitor:
         self.marker, self.interval = marker, interval
         self.samples: list[tuple[float, float, bool]] = []  # (time, tree CPU seconds, detect running)
         self.peak_rss = 0
+        self.root_cpu = 0.0  # CPU of the root process itself (Snakemake's scheduler), children excluded
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -146,6 +147,11 @@ class TreeMonitor:
                 except psutil.Error:
                     continue
             self.peak_rss = max(self.peak_rss, rss)
+            try:
+                t = self.root.cpu_times()
+                self.root_cpu = t.user + t.system
+            except psutil.Error:
+                pass
             self.samples.append((time.monotonic(), cpu, detecting))
             self._stop.wait(self.interval)
 
@@ -172,7 +178,7 @@ def timed_command(cmd: list[str], *, cwd: Path, env: dict, log: Path, marker: st
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     det_wall, det_busy = mon.busy_while_detecting()
     return dict(rc=rc, wall_s=wall, cpu_s=cpu, cores_busy=cpu / wall, peak_rss_mib=mon.peak_rss / 2**20,
-                detect_wall_s=det_wall, detect_cores_busy=det_busy)
+                detect_wall_s=det_wall, detect_cores_busy=det_busy, root_cpu_s=mon.root_cpu)
 
 
 def stage_table(results: Path) -> list[dict]:
@@ -304,13 +310,14 @@ def report(ours: dict, ref: dict | None, args, sources: Path, load: tuple) -> tu
                      cores_busy=round(ours["cores_busy"], 2), peak_rss_mib=round(ours["peak_rss_mib"]),
                      kept=ours["kept"], clips=ours["clips"], frames=ours["frames"], runtime=ours["runtime"],
                      vs_reference=round(base / ours["wall_s"], 3) if base else "",
-                     detect_cores_busy=round(ours["detect_cores_busy"], 2)))
+                     detect_cores_busy=round(ours["detect_cores_busy"], 2), snakemake_cpu_s=round(ours["root_cpu_s"], 1)))
     if ref:
         same = len(set(ref["kept_ids"]) & set(ours["kept_ids"]))
         lines += ["", f"Kept clips: reference {ref['kept']}, ours {ours['kept']}, both {same}."]
     lines += ["", f"Our stages (Snakemake benchmark files, summed over jobs; cores = CPU / seconds per job). "
               f"While a detect job ran ({ours['detect_wall_s']:.0f} s), "
-              f"{ours['detect_cores_busy']:.2f} of {args.cores} cores were busy.", "",
+              f"{ours['detect_cores_busy']:.2f} of {args.cores} cores were busy. Snakemake's own process "
+              f"(DAG, scheduling, job start-up, benchmark sampling) used {ours['root_cpu_s']:.0f} s CPU.", "",
               "| stage | jobs | seconds | CPU s | cores | largest RSS |", "|---|---|---|---|---|---|"]
     for s in ours["stages"]:
         lines.append(f"| {s['stage']} | {s['jobs']} | {s['seconds']:.1f} | {s['cpu_s']:.1f} | {s['cores']:.2f} | "

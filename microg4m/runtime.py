@@ -263,24 +263,25 @@ def set_threads(model, runtime: str, threads: int | None, path: str | os.PathLik
     inference threads, ONNX Runtime's intra-op pool). ``path``: the exported model it was
     loaded from. Call after the first ``predict``: ultralytics builds the backend there,
     with its own thread counts (OMP_NUM_THREADS=1 for torch, every core for OpenVINO and
-    ONNX Runtime, whatever the job was given)."""
-    if not threads:
-        return
-    threads = int(threads)
+    ONNX Runtime, whatever the job was given). OpenVINO is recompiled in FP32 in any case."""
+    threads = int(threads) if threads else None
     if runtime == "torch":
-        import torch
+        if threads:
+            import torch
 
-        torch.set_num_threads(threads)
+            torch.set_num_threads(threads)
         return
     backend = model.predictor.model.backend
-    if runtime == "openvino":
+    if runtime == "openvino":  # recompiled even without a thread count: FP32 always
         import openvino as ov
 
         ov_model = ov.Core().read_model(str(next(Path(path).glob("*.xml"))))
-        config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
+        config = {"PERFORMANCE_HINT": "LATENCY",
                   "INFERENCE_PRECISION_HINT": ov.Type.f32}  # no bf16 on CPUs that have it: keep torch's boxes
+        if threads:
+            config["INFERENCE_NUM_THREADS"] = threads
         backend.ov_compiled_model = backend.compile_model(ov_model, config=config)
-    elif runtime == "onnx" and backend.device.type == "cpu":
+    elif runtime == "onnx" and threads and backend.device.type == "cpu":
         import onnxruntime as ort
 
         opts = ort.SessionOptions()
