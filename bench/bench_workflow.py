@@ -258,6 +258,7 @@ def run_reference(sources: Path, work: Path, args) -> dict:
         env["MICROG4M_MIRROR"] = str(args.mirror)
     if not env.get("MICROG4M_MIRROR"):
         sys.exit("the reference needs MICROG4M_MIRROR (or --mirror): a bare git copy of lei-qi-233/MicroG-4M")
+    private_oracle_root(work / "oracle_root", env)
     cmd = ["bash", str(args.reference_script), str(sources), str(work / "out")]
     print("reference:", " ".join(cmd), flush=True)
     res = timed_command(cmd, cwd=work, env=env, log=work / "reference.log", marker="driver.py")
@@ -272,6 +273,28 @@ def run_reference(sources: Path, work: Path, args) -> dict:
     res["kept"] = len(res["kept_ids"])
     res["clips"] = meta["counts"]["trimmed_clips"]
     return res
+
+
+def private_oracle_root(root: Path, env: dict) -> None:
+    """run_reference.sh extracts the authors' code into $REF_ORACLE_ROOT/ref (removed and
+    re-made on every run): a second run there at the same time would break the first.
+    This run gets its own root, reusing the shared root's venv when it has one."""
+    shared = Path(env.get("REF_ORACLE_ROOT") or "/tmp/reference-oracle")
+    venv = None
+    if (shared / "env.sh").is_file():
+        for line in (shared / "env.sh").read_text().splitlines():
+            if line.startswith("export REF_VENV="):
+                venv = line.split("=", 1)[1].strip()
+    if not venv:
+        return  # no venv yet: run_reference.sh builds one in the shared root
+    root.mkdir(parents=True, exist_ok=True)
+    cache = root / "cache"
+    (root / "env.sh").write_text("\n".join([
+        f"export REF_ORACLE_ROOT={root}", f"export REF_VENV={venv}", f"export PIP_CACHE_DIR={cache}/pip",
+        f"export YOLO_CONFIG_DIR={cache}/ultralytics", f"export MPLCONFIGDIR={cache}/mpl",
+        f"export XDG_CACHE_HOME={cache}/xdg", f"export TORCH_HOME={cache}/torch", f"export HF_HOME={cache}/hf",
+        "export YOLO_OFFLINE=1", "export PYTHONDONTWRITEBYTECODE=1", ""]))
+    env["REF_ORACLE_ROOT"] = str(root)
 
 
 def default_reference_script() -> Path:
