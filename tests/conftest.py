@@ -19,6 +19,8 @@ def _offline_ultralytics(tmp_path_factory):
     """Ultralytics must never try the network in tests."""
     os.environ["YOLO_OFFLINE"] = "1"
     os.environ.setdefault("YOLO_CONFIG_DIR", str(tmp_path_factory.mktemp("yolo_cfg")))
+    # one cache of exported models (OpenVINO, ONNX) for the whole session: each is made once
+    os.environ.setdefault("MICROG4M_EXPORT_CACHE", str(tmp_path_factory.mktemp("exports")))
 
 
 def get_footage(name: str) -> Path:

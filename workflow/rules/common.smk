@@ -5,6 +5,7 @@ from snakemake.utils import validate
 from microg4m import corrections as _corrections
 from microg4m import demo as _demo
 from microg4m.filter import read_screening
+from microg4m.runtime import uses_gpu
 from microg4m.sources import load_sources, normalize_url
 
 validate(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -13,6 +14,8 @@ validate(config, workflow.source_path("../schemas/config.schema.yaml"))
 # message naming the row, the field and the reason.
 SOURCES = load_sources(config["sources"])
 RESULTS = config["results"]
+# detect takes the `gpu` resource only where it runs on a GPU (device cuda, or auto with one visible)
+DETECT_ON_GPU = uses_gpu(config["detect"]["device"])
 
 
 def make_units(ids, per_job):

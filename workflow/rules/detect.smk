@@ -10,10 +10,15 @@ rule detect:
         R("benchmarks/detect/{unit}.tsv")
     conda:
         "../../envs/microg4m.yaml"
-    threads: 2
+    # Inference uses every thread the job gets (capped at --cores; change with
+    # --set-threads detect=N); decoding runs beside it on one more thread.
+    threads: 4
     resources:
-        gpu=1,
+        # Only a job that runs on a GPU takes the `gpu` resource (one per card, see the
+        # profiles); on a CPU-only machine detect jobs do not wait for each other.
+        gpu=1 if DETECT_ON_GPU else 0,
     params:
         settings=config["detect"],
+        models=R("models"),
     script:
         "../scripts/detect.py"

@@ -10,6 +10,8 @@ rule download:
         R("download/{unit}.tsv"),
     log:
         R("logs/download/{unit}.log"),
+    benchmark:
+        R("benchmarks/download/{unit}.tsv")
     conda:
         "../../envs/microg4m.yaml"
     params:

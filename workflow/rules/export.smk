@@ -7,6 +7,8 @@ rule frames:
         R("frames/{unit}.tsv"),
     log:
         R("logs/frames/{unit}.log"),
+    benchmark:
+        R("benchmarks/frames/{unit}.tsv")
     conda:
         "../../envs/microg4m.yaml"
     params:
@@ -39,6 +41,8 @@ rule export:
         ),
     log:
         R("logs/export.log"),
+    benchmark:
+        R("benchmarks/export.tsv")
     conda:
         "../../envs/microg4m.yaml"
     params:

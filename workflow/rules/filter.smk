@@ -26,6 +26,8 @@ rule filter:
         R("filter/{unit}.tsv"),
     log:
         R("logs/filter/{unit}.log"),
+    benchmark:
+        R("benchmarks/filter/{unit}.tsv")
     conda:
         "../../envs/microg4m.yaml"
     params:

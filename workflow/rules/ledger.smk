@@ -18,6 +18,8 @@ rule ledger:
         ),
     log:
         R("logs/ledger.log"),
+    benchmark:
+        R("benchmarks/ledger.tsv")
     conda:
         "../../envs/microg4m.yaml"
     script:

