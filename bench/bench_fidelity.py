@@ -5,8 +5,12 @@ persons, keyframes and boxes?
     .venv/bin/python bench/bench_fidelity.py                 # footage built here (11 sources)
     .venv/bin/python bench/bench_fidelity.py --footage DIR   # a folder of .mp4 sources
 
-1. Footage: the demo's seven sources plus longer, other segments of the package footage
-   and Debian opencv-doc's vtest.avi (pedestrians) and Megamind.avi (animated film).
+1. Footage (16 sources, ~70 clips): the demo's sources; longer, other segments of the
+   package footage; Debian opencv-doc's vtest.avi (pedestrians; also zoomed in, so that
+   they are large enough to be tracked) and Megamind.avi (animated film, cuts); and
+   camera motion made from real footage (pans over bus.jpg and zidane.jpg, a shaking
+   crop over the dancer and the pianist) for high-motion clips, several persons, ids
+   with gaps and close-ups.
 2. The reference: ``../shared/tools/reference-oracle/run_reference.sh`` runs the authors'
    splitVideo -> filter -> trackPerson on that folder (their code, extracted at run time,
    never stored here) with the same weights (yolo11n-pose.pt).
@@ -49,6 +53,16 @@ EXTRA = {
     "vtest": lambda: ["-i", str(footage.footage("vtest")), "-t", "30"],
     "bikes": lambda: ["-i", str(footage.footage("bikes"))],
     "megamind": lambda: ["-i", str(OPENCV_DATA / "Megamind.avi")],
+    "vtestzoom": lambda: ["-ss", "20", "-i", str(footage.footage("vtest")), "-t", "30",
+                          "-vf", "crop=288:216:240:200,scale=640:480"],
+    "buspan": lambda: ["-loop", "1", "-framerate", "30", "-i", str(footage.footage("bus")), "-t", "9.2",
+                       "-vf", "crop=400:400:'t*120':300"],
+    "zidanepan": lambda: ["-loop", "1", "-framerate", "30", "-i", str(footage.footage("zidane")), "-t", "9.2",
+                          "-vf", "crop=640:480:'320+300*sin(t*1.5)':100"],
+    "dancershake": lambda: ["-ss", "5", "-i", str(footage.footage("dancer")), "-t", "12.2",
+                            "-vf", "crop=360:360:'79+79*sin(t*4)':'68+60*cos(t*3)',scale=480:480"],
+    "pianistshake": lambda: ["-ss", "10", "-i", str(footage.footage("pianist")), "-t", "12.2",
+                             "-vf", "crop=400:300:'120+110*sin(t*2.5)':'90+80*cos(t*2)',scale=640:480"],
 }
 
 
@@ -112,6 +126,18 @@ def compare(oracle: Path, res: Path, work: Path) -> dict:
     return json.loads(line.split(" ", 1)[1])
 
 
+def person_share_check(oracle: Path, res: Path) -> dict:
+    """Our person share of every clip against the reference's person-frame percentage."""
+    ref = pd.read_csv(oracle / "filter_decisions.csv")
+    ref = dict(zip(ref["clip_id"], ref["person_frame_pct"]))
+    ours = pd.concat([pd.read_csv(p, sep="\t", dtype={"clip_id": str}) for p in sorted(res.glob("filter/*.tsv"))])
+    both = [(c, s) for c, s in zip(ours["clip_id"], ours["person_share"]) if c in ref]
+    same = [c for c, s in both if abs(100 * s - ref[c]) < 0.01]  # ours has 4 decimals
+    diff = {c: (round(100 * s, 2), round(ref[c], 2)) for c, s in both if c not in same}
+    print(f"person share equal to the reference's on {len(same)} of {len(both)} clips; different: {diff}")
+    return {"person_share_equal": len(same), "person_share_clips": len(both), "person_share_diff": diff}
+
+
 def filter_cmc_check(res: Path) -> list[dict]:
     """Person frames of every ok clip with the filter's tracker with and without camera-motion
     compensation; the clips whose keep/reject would differ."""
@@ -162,6 +188,7 @@ def main() -> int:
         subprocess.run(["bash", str(ORACLE / "run_reference.sh"), str(footage_dir), str(oracle)], check=True)
     res = run_ours(footage_dir, work, a.ffmpeg)
     summary = compare(oracle, res, work)
+    summary.update(person_share_check(oracle, res))
     summary["filter_cmc_changes"] = filter_cmc_check(res)
     (work / "summary.json").write_text(json.dumps(summary, indent=1))
     return 0

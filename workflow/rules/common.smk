@@ -1,5 +1,8 @@
+import math
+import os
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from microg4m import corrections as _corrections
@@ -33,6 +36,20 @@ def make_units(ids, per_job):
 
 
 UNITS = make_units(list(SOURCES.index), config["sources_per_job"])
+
+
+def detect_threads():
+    """Threads of one detect job (Snakemake caps them at --cores; --set-threads detect=N
+    overrides). On a GPU 4: the decoding workers that feed it. On a CPU the cores shared
+    out over the detect jobs, 1 to 8: with as many sources as cores, one thread per job
+    and the jobs side by side keep the cores busiest (README, "Every core")."""
+    if DETECT_ON_GPU:
+        return 4
+    try:
+        cores = workflow.cores
+    except WorkflowError:  # a dry run without --cores
+        cores = os.cpu_count() or 1
+    return max(1, min(8, math.ceil(cores / max(1, len(UNITS)))))
 
 
 wildcard_constraints:

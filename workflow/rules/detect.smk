@@ -10,9 +10,9 @@ rule detect:
         R("benchmarks/detect/{unit}.tsv")
     conda:
         "../../envs/microg4m.yaml"
-    # Inference uses every thread the job gets (capped at --cores; change with
+    # Inference uses every thread the job gets (see detect_threads; change with
     # --set-threads detect=N); decoding runs beside it on one more thread.
-    threads: 4
+    threads: detect_threads()
     resources:
         # Only a job that runs on a GPU takes the `gpu` resource (one per card, see the
         # profiles); on a CPU-only machine detect jobs do not wait for each other.

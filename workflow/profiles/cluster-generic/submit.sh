@@ -26,15 +26,17 @@ state=${CLUSTER_GENERIC_STATE:-.snakemake/cluster-generic}
 mkdir -p "$state"
 
 # Job properties: Snakemake writes them as JSON on the "# properties = {...}" line.
+# Parsed as JSON with Python (Snakemake's interpreter is on PATH): a grep would also
+# match keys of the same name elsewhere in it, e.g. the config's `runtime: auto`.
 props=$(sed -n 's/^# properties = //p' "$jobscript")
-field() { # field NAME -> the JSON value of a simple "NAME": value pair, or empty
-  printf '%s' "$props" | grep -o "\"$1\": *\"\\?[^\",}]*" | head -1 | sed 's/.*: *"\{0,1\}//'
-}
-type=$(field type)                                          # single | group
-if [ "$type" = group ]; then name=$(field groupid); else name=$(field rule); fi
-threads=$(field threads); threads=${threads:-1}
-mem_mb=$(field mem_mb); mem_mb=${mem_mb:-1000}              # from default-/set-resources
-runtime=$(field runtime); runtime=${runtime:-60}            # minutes
+read -r type name threads mem_mb runtime < <(printf '%s' "$props" | python3 -c '
+import json, sys
+p = json.load(sys.stdin)
+res = p.get("resources") or {}  # from default-/set-resources; runtime in minutes
+name = p.get("groupid") if p.get("type") == "group" else p.get("rule")
+print(p.get("type") or "single", name or "job", p.get("threads") or 1,
+      int(res.get("mem_mb") or 1000), int(res.get("runtime") or 60))
+')
 walltime=$(printf '%02d:%02d:00' $((runtime / 60)) $((runtime % 60)))
 : "$walltime"                                               # (used by the PBS example above)
 
