@@ -19,8 +19,13 @@ def _offline_ultralytics(tmp_path_factory):
     """Ultralytics must never try the network in tests."""
     os.environ["YOLO_OFFLINE"] = "1"
     os.environ.setdefault("YOLO_CONFIG_DIR", str(tmp_path_factory.mktemp("yolo_cfg")))
-    # one cache of exported models (OpenVINO, ONNX) for the whole session: each is made once
-    os.environ.setdefault("MICROG4M_EXPORT_CACHE", str(tmp_path_factory.mktemp("exports")))
+    # One cache of exported models (OpenVINO, ONNX) for the whole session, shared by the
+    # xdist workers (their base folders are siblings): each export is made once, under
+    # the cache's file lock.
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent / "exports" if os.environ.get("PYTEST_XDIST_WORKER") else base / "exports"
+    shared.mkdir(exist_ok=True)
+    os.environ.setdefault("MICROG4M_EXPORT_CACHE", str(shared))
 
 
 def get_footage(name: str) -> Path:

@@ -14,13 +14,15 @@ checked separately: the run stops before any job, naming the row and the field.
 
 from __future__ import annotations
 
-import functools
+import os
 import random
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from filelock import FileLock
 
 from conftest import ffmpeg, get_footage
 from microg4m import media
@@ -117,7 +119,6 @@ def sources_rows(media_dir: Path, marker_dir: Path) -> list[tuple[str, str, str]
     ]
 
 
-@functools.cache
 def _run(base: Path) -> Path:
     media_dir = base / "media"
     make_media(media_dir)
@@ -134,10 +135,20 @@ def _run(base: Path) -> Path:
 
 
 def bad_inputs_run(tmp_path_factory) -> Path:
-    """The workdir of the one real run over every bad input (run once per pytest session)."""
-    if not hasattr(bad_inputs_run, "base"):
-        bad_inputs_run.base = tmp_path_factory.mktemp("bad_inputs")
-    return _run(bad_inputs_run.base)
+    """The workdir of the one real run over every bad input: made once per pytest session,
+    also when xdist runs this module and tests/test_ledger.py on two workers (their base
+    folders are siblings; the second waits on the lock and reuses the first's run)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    base = root / "bad_inputs"
+    with FileLock(str(root / "bad_inputs.lock")):
+        if not (base / "done").is_file():
+            shutil.rmtree(base, ignore_errors=True)
+            base.mkdir()
+            _run(base)
+            (base / "done").touch()
+    return base / "wd"
 
 
 @pytest.fixture(scope="module")

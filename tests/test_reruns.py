@@ -87,6 +87,12 @@ def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypat
                for p in problems.problem[~warnings])  # every label of this run's clips is used; the rest are other demo sources'
     labelled = {line.split(",")[0] for line in (out / "ava_format.csv").read_text().splitlines()}
     assert labelled == {"dancer_000", "dancer_001", "dancer_002", "scenecut_000"}
+    # The demo's persons are seen all clip long at low motion: stamp 52, as for 274 of the
+    # 300 released rows (sightings at refreshes 5, 10, 15: recorded from frame 15 to 90).
+    motion = pd.concat(pd.read_csv(p, sep="\t") for p in (run_dir / "results" / "motion").glob("*.tsv"))
+    assert set(motion.level) == {"low"}
+    boxes = pd.read_csv(out / "boxes.csv")
+    assert set(boxes.video_id) == labelled and set(boxes.frame_stamp) == {52}
     non_empty = [s for s, f in loaders.SPLIT_FILES.items() if (out / f).is_file()]
     assert "train" in non_empty and "test" in non_empty  # 4 clips: 2 / 0 / 2
     for split in non_empty:

