@@ -8,6 +8,7 @@ with the keyboard and the mouse, excludes a clip, reloads, and reads the files b
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import cv2
@@ -68,6 +69,15 @@ def wait_drawn(page, frame: int) -> None:
     page.wait_for_function(
         "n => S.frame === n && S.images[n - 1].complete && S.images[n - 1].naturalWidth > 0", arg=frame)
     page.wait_for_timeout(150)  # the frame's onload draws it
+
+
+def last_line_becomes(path: Path, expected: str, timeout: float = 15) -> str:
+    """The file's last line once it is ``expected`` (or at the timeout): "x" saves the
+    exclusion at once and the typed reason in a second save that may still be on its way."""
+    deadline = time.monotonic() + timeout
+    while (last := path.read_text().splitlines()[-1]) != expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return last
 
 
 def chips(page, person: int) -> list[str]:
@@ -131,7 +141,7 @@ def test_page_draws_boxes_labels_excludes_and_keeps_state(served):
             page.keyboard.press("Enter")
             page.wait_for_function("() => document.getElementById('progress-text').textContent === '2 / 4 clips done'")
             page.wait_for_function("() => document.getElementById('screen-status').textContent.startsWith('excluded')")
-            assert screening.read_text().splitlines()[-1] == "dancer_001  # camera shake"
+            assert last_line_becomes(screening, "dancer_001  # camera shake") == "dancer_001  # camera shake"
             assert page.locator(".person .picker .empty").inner_text().startswith("Clip excluded")
 
             # reload: the state comes back from the files

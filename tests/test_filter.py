@@ -38,7 +38,7 @@ def source(tmp_path_factory):
     assert all(r["frames"] == 90 for r in rows[:4])
 
     t = time.perf_counter()
-    detect.run(manifest, root / "detections" / "src.parquet", weights=WEIGHTS, batch=16, device="cpu")
+    detect.run(manifest, root / "detections" / "src.parquet", weights=WEIGHTS, imgsz=320, batch=16, device="cpu")
     t_detect = time.perf_counter() - t
     scenes.run(manifest, root / "scenes" / "src.tsv")
     print(f"detect {t_detect:.1f} s, scenes {time.perf_counter() - t - t_detect:.1f} s for 4 clips")

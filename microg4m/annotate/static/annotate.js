@@ -358,13 +358,25 @@ function renderScreening() {
   $("screen-status").textContent = S.clip.excluded ? "excluded (the filter drops it on the next run)" : "";
 }
 
-async function sendScreening() {
+// Saves go one after another, each sending the form as it is then: "x" saves the
+// exclusion at once and the reason typed next is saved on Enter; sent side by side, the
+// second could reach the server first and the first (without the reason) would win.
+let screeningSaves = Promise.resolve();
+let screeningQueued = 0;
+function sendScreening() {
+  screeningQueued++;
+  screeningSaves = screeningSaves.then(saveScreening, saveScreening).finally(() => { screeningQueued--; });
+  return screeningSaves;
+}
+
+async function saveScreening() {
   const r = await api("POST", "/api/screening",
     { clip_id: S.clip.clip_id, excluded: $("exclude").checked, reason: $("reason").value });
   if (!r) { $("exclude").checked = S.clip.excluded; return; }
   S.clip.excluded = r.excluded;
   S.clip.reason = r.reason;
-  if (r.excluded && document.activeElement !== $("reason")) $("reason").value = r.reason; // keep what is being typed
+  // keep what is being typed, or what a queued save will send
+  if (r.excluded && screeningQueued === 1 && document.activeElement !== $("reason")) $("reason").value = r.reason;
   updateEntry();
   renderScreening();
   renderPersons();
