@@ -2,7 +2,7 @@
 persons, keyframes and boxes?
 
     export MICROG4M_MIRROR=<git dir of github lei-qi-233/MicroG-4M>   # the fetch tool gives it
-    .venv/bin/python bench/bench_fidelity.py                 # footage built here (11 sources)
+    .venv/bin/python bench/bench_fidelity.py                 # footage built here (16 sources)
     .venv/bin/python bench/bench_fidelity.py --footage DIR   # a folder of .mp4 sources
 
 1. Footage (16 sources, ~70 clips): the demo's sources; longer, other segments of the

@@ -289,6 +289,10 @@ def private_oracle_root(root: Path, env: dict) -> None:
         return  # no venv yet: run_reference.sh builds one in the shared root
     root.mkdir(parents=True, exist_ok=True)
     cache = root / "cache"
+    # Ultralytics prints a banner when it creates its settings file, and run_reference.sh
+    # reads a path from the output of its first call: start from the shared settings.
+    if (shared / "cache" / "ultralytics").is_dir():
+        shutil.copytree(shared / "cache" / "ultralytics", cache / "ultralytics", dirs_exist_ok=True)
     (root / "env.sh").write_text("\n".join([
         f"export REF_ORACLE_ROOT={root}", f"export REF_VENV={venv}", f"export PIP_CACHE_DIR={cache}/pip",
         f"export YOLO_CONFIG_DIR={cache}/ultralytics", f"export MPLCONFIGDIR={cache}/mpl",
