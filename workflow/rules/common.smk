@@ -42,7 +42,7 @@ def detect_threads():
     """Threads of one detect job (Snakemake caps them at --cores; --set-threads detect=N
     overrides). On a GPU 4: the decoding workers that feed it. On a CPU the cores shared
     out over the detect jobs, 1 to 8: with as many sources as cores, one thread per job
-    and the jobs side by side keep the cores busiest (README, "Every core")."""
+    and the jobs side by side keep the cores busiest (README, "On a workstation")."""
     if DETECT_ON_GPU:
         return 4
     try:
