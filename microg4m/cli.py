@@ -191,10 +191,16 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         clips = out_dir / "clips" / sid
         return trim.run(table, clips / "manifest.tsv", clips / "status.tsv", **_settings(args, cfg["trim"], {}))[0]
     if stage == "detect":
-        from . import detect
+        import tempfile
 
-        return detect.run(args.manifest, args.out, threads=args.threads, cache=args.export_cache,
-                          **_settings(args, cfg["detect"], {}))
+        from . import detect, detector
+
+        settings = _settings(args, cfg["detect"], {})
+        with tempfile.TemporaryDirectory() as tmp:  # as the workflow: the detector first (int8: on these clips)
+            record = Path(tmp) / "detector.json"
+            detector.run(record, manifests=[args.manifest], cache=args.export_cache, **settings)
+            return detect.run(args.manifest, args.out, threads=args.threads, cache=args.export_cache,
+                              detector=record, **settings)
     if stage == "scenes":
         from . import scenes
 

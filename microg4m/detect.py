@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import logging
 import os
 import queue
@@ -36,6 +37,9 @@ from . import runtime as rt
 from .atomic import atomic_path
 from . import media
 from .media import MediaError
+from .detector_record import read as read_detector
+from .frame_cache import FrameCache, key as cache_key
+from .rejection import Rejection
 from .weights import SETTING, resolve_weights
 
 # torch's OpenMP threads spin between operations by default; beside the decoding thread
@@ -53,31 +57,10 @@ SCHEMA = pa.schema(
     + [("cls", pa.int16())]
 )
 ROW_GROUP = 65536  # boxes per parquet row group (bounds the in-memory table)
+COVERAGE = "microg4m.coverage"  # parquet metadata: clip -> frames detected (1..n), when not all
 
 
 # --- device and model ----------------------------------------------------------------
-
-def select_device(device: str = "auto") -> str:
-    """``auto`` -> ``cuda:0`` when CUDA is available, else ``cpu``; anything else as given."""
-    device = str(device).strip().lower()
-    if device == "auto":
-        import torch
-
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
-    return device
-
-
-def use_half(half, device: str) -> bool:
-    """Half precision only on CUDA; ``auto``/true there, never on CPU."""
-    if str(device).startswith("cpu") or str(device) == "mps":
-        return False
-    if isinstance(half, str):
-        key = half.strip().lower()
-        if key not in {"auto", "true", "false", "yes", "no", "1", "0"}:
-            raise ValueError(f"detect.half = {half!r}: expected auto, true or false")
-        return key in {"auto", "true", "yes", "1"}
-    return bool(half)
-
 
 @functools.lru_cache(maxsize=2)
 def load_model(weights: str, device: str = "cpu"):
@@ -112,47 +95,64 @@ def detect_frames(model, frames: list[np.ndarray], *, imgsz: int = 640, conf: fl
     # quantize=16 is ultralytics' current spelling of half=True (half is deprecated)
     results = model.predict(frames, imgsz=imgsz, conf=conf, device=device,
                             quantize=16 if half else None, batch=len(frames), verbose=False, save=False)
-    return [r.boxes.data[:, :6].float().cpu().numpy().astype(np.float32, copy=False).reshape(-1, 6)
-            for r in results]
+    # copied: a view would keep the whole prediction tensor of its batch alive (measured:
+    # ~4.7 MB per frame, 8 GB for a job of 30 clips that holds its boxes until it writes them)
+    return [np.array(r.boxes.data[:, :6].float().cpu().numpy(), dtype=np.float32).reshape(-1, 6) for r in results]
 
 
 class Detector:
-    """YOLO with the chosen runtime, called on batches of same-shape BGR frames.
+    """YOLO with the chosen runtime and precision, called on batches of same-shape BGR frames.
 
     The torch model is always loaded (it checks the weights and is the source of every
-    export); an exported runtime gets one export per letterboxed frame shape, made or
-    taken from the cache folder when that shape first comes up.
+    export). An exported runtime loads one model (``model``: the detector stage's, else
+    exported or found in the cache folder) and, for OpenVINO, compiles it once per
+    letterboxed frame shape, when that shape first comes up.
     """
 
-    def __init__(self, weights: str, *, runtime: str = "auto", device: str = "cpu", imgsz: int = 640,
-                 conf: float = 0.1, batch: int = 4, half: bool = False, threads: int | None = None,
-                 cache: str | os.PathLike | None = None):
-        self.device, self.imgsz, self.conf, self.batch, self.half = device, imgsz, conf, batch, half
-        self.threads = threads
-        self.runtime = rt.choose_runtime(runtime, device)
+    def __init__(self, weights: str, *, runtime: str = "auto", precision: str = "default", device: str = "cpu",
+                 imgsz: int = 640, conf: float = 0.1, batch: int = 4, threads: int | None = None,
+                 cache: str | os.PathLike | None = None, model: str | os.PathLike | None = None):
+        self.device, self.imgsz, self.conf, self.batch, self.threads = device, imgsz, conf, batch, threads
+        self.runtime = rt.choose_runtime(runtime, device, precision)
+        self.precision = rt.choose_precision(precision, self.runtime, device)
         self.cache = Path(cache) if cache else rt.default_cache()
         self.torch_model = load_model(str(weights), device)
         self.source = self.torch_model.ckpt_path or resolve_weights(weights)  # downloaded release weights too
+        # fp16 inputs for the runtimes that store FP16 weights (OpenVINO's fp16 is a compile hint)
+        self.half = self.precision == "fp16" and self.runtime != "openvino"
+        self.path = Path(model) if model else None
+        if self.path is not None and not self.path.exists():
+            raise FileNotFoundError(f"detector model {self.path} is gone (export cache removed?); "
+                                    "re-run: snakemake --forcerun detector")
+        if self.precision == "int8" and self.path is None:
+            raise ValueError(f"{rt.PRECISION} = 'int8' needs a model quantized on the run's clips "
+                             "(the workflow's detector rule, or microg4m detect --precision int8)")
         self._models: dict[tuple[int, int], object] = {}
         if self.runtime == "torch":
-            rt.set_threads(self.torch_model, "torch", threads)
+            rt.prepare(self.torch_model, "torch", precision=self.precision, threads=threads)
+
+    def exported(self) -> Path:
+        """The exported model this detector runs (made once, or found in the cache)."""
+        if self.path is None:
+            self.path = rt.exported_model(self.source, self.runtime, precision=self.precision, imgsz=self.imgsz,
+                                          batch=self.batch, device=self.device, cache=self.cache)
+        return self.path
 
     def model_for(self, frame_shape: tuple[int, ...]):
-        """The model that runs frames of ``frame_shape`` (exported and loaded on first use)."""
+        """The model that runs frames of ``frame_shape`` (loaded and compiled on first use)."""
         if self.runtime == "torch":
             return self.torch_model
         shape = rt.letterbox_shape(frame_shape, self.imgsz)
         if shape not in self._models:
-            path = rt.exported_model(self.source, self.runtime, shape, batch=self.batch, half=self.half,
-                                     device=self.device, cache=self.cache)
+            path = self.exported()
             model = rt.load_exported(path, self.torch_model.task)
-            # the first predict builds ultralytics' backend, then it gets the job's threads
+            # the first predict builds ultralytics' backend; then it gets the shape, precision and threads
             detect_frames(model, [np.zeros(frame_shape, np.uint8)], imgsz=self.imgsz, conf=self.conf,
                           device=self.device, half=self.half)
-            rt.set_threads(model, self.runtime, self.threads, path)
-            logging.getLogger(__name__).info("detect: %s model %s for %sx%s frames, %s threads", self.runtime,
-                                             path, frame_shape[1], frame_shape[0],
-                                             rt.threads_in_use(model, self.runtime))
+            rt.prepare(model, self.runtime, precision=self.precision, threads=self.threads, path=path, shape=shape)
+            logging.getLogger(__name__).info(
+                "detect: %s %s model %s for %sx%s frames (input %sx%s), %s threads", self.runtime, self.precision,
+                path, frame_shape[1], frame_shape[0], shape[1], shape[0], rt.threads_in_use(model, self.runtime))
             self._models[shape] = model
         return self._models[shape]
 
@@ -194,19 +194,20 @@ def decode_clip(path: Path, decoder: str = "cv2", device: str = "cpu") -> list[n
 
 
 def clip_frames(manifest: str | os.PathLike, clips: pd.DataFrame, *, decoder: str = "cv2", device: str = "cpu",
-                workers: int = 1) -> Iterator[tuple[str, int, np.ndarray]]:
+                workers: int = 1, stop: set | frozenset = frozenset()) -> Iterator[tuple[str, int, np.ndarray]]:
     """(clip_id, 1-based frame, BGR frame) for every frame of the given clips, in order.
 
     ``workers`` > 1 decodes that many clips at once (a GPU outruns one decoding thread);
     with 1 and cv2, frames stream one at a time. A clip that decodes to a different
-    number of frames than the manifest says is an error.
+    number of frames than the manifest says is an error. ``stop``: clips whose remaining
+    frames are not wanted (read as it grows: decoding moves on to the next clip).
     """
     paths = [mf.clip_file(manifest, clip) for clip in clips["clip_id"]]
 
     def check(clip, path, n, expected):
         if not path.is_file():
             raise MediaError(f"{path}: clip {clip} listed as ok in {manifest} but the file is missing")
-        if n != expected:
+        if n != expected and clip not in stop:
             raise MediaError(f"{path}: decoded {n} frames, manifest {manifest} says {expected}")
 
     if workers <= 1 and decoder == "cv2":
@@ -215,6 +216,8 @@ def clip_frames(manifest: str | os.PathLike, clips: pd.DataFrame, *, decoder: st
                 check(clip, path, 0, expected)
             n = 0
             for n, frame in enumerate(media.iter_frames(path), start=1):
+                if clip in stop:
+                    break
                 yield clip, n, frame
             check(clip, path, n, expected)
         return
@@ -230,6 +233,8 @@ def clip_frames(manifest: str | os.PathLike, clips: pd.DataFrame, *, decoder: st
             frames = future.result() if future is not None else []
             check(clip, paths[i], len(frames), expected)
             for n, frame in enumerate(frames, start=1):
+                if clip in stop:
+                    break
                 yield clip, n, frame
             del frames
 
@@ -316,67 +321,201 @@ def _check(imgsz, conf, batch) -> None:
         raise ValueError(f"detect.batch = {batch!r}: expected an integer >= 1 or auto")
 
 
-# Measured (bench/bench_detect.py): on CPU a 16-frame forward pass costs ~20 % more per
-# frame than 1-4 frames (cache misses); a GPU needs large batches to be kept busy.
-AUTO_BATCH = {"cpu": 4, "cuda": 64}
+class _Output:
+    """Per-clip boxes in frame order, written in clip order as clips finish; what each clip
+    needs (every frame, or up to where it became hopeless) and how far it got."""
+
+    def __init__(self, clips: pd.DataFrame, rejection: Rejection | None, writer):
+        self.order = list(clips["clip_id"])
+        self.frames = dict(zip(clips["clip_id"], (int(k) for k in clips["frames"])))
+        self.rejection, self.writer = rejection, writer
+        self.rows: dict[str, list] = {c: [] for c in self.order}
+        self.persons = dict.fromkeys(self.order, 0)
+        self.done = dict.fromkeys(self.order, 0)  # frames resolved, in order
+        self.stopped: set[str] = set()  # clips that need no more frames (read by the decoding thread)
+        self.ran: dict[str, dict] = {c: {} for c in self.order}  # frames YOLO ran on here (for the cache)
+        self.coverage: dict[str, int] = {}
+        self.boxes = 0
+        self._next = 0
+        self._pending: list = []
+        self._pending_boxes = 0
+
+    def skip(self, clip: str) -> None:
+        """The clip needs no frame at all (screened, or too many cuts)."""
+        self.stopped.add(clip)
+        self._finish(clip)
+
+    def resolve(self, clip: str, n: int, boxes: np.ndarray) -> None:
+        """Frame ``n`` of ``clip`` and its boxes (frames of a clip arrive in order)."""
+        if clip in self.stopped or n != self.done[clip] + 1:
+            return  # after the clip's stop (ran in the same batch): not part of the output
+        self.done[clip] = n
+        if len(boxes):
+            self.rows[clip].append((clip, n, boxes))
+        r = self.rejection
+        if r is not None:
+            self.persons[clip] += r.person(boxes)
+            if r.hopeless(self.persons[clip], n, self.frames[clip]):
+                self.stopped.add(clip)
+        if clip in self.stopped or n == self.frames[clip]:
+            self._finish(clip)
+
+    def _finish(self, clip: str) -> None:
+        self.coverage[clip] = self.done[clip]
+        while self._next < len(self.order) and self.order[self._next] in self.coverage:
+            rows = self.rows.pop(self.order[self._next])
+            self._pending += rows
+            self._pending_boxes += sum(len(b) for *_, b in rows)
+            self._next += 1
+            if self._pending_boxes >= ROW_GROUP:
+                self.flush()
+
+    def flush(self) -> None:
+        if self._pending:
+            self.writer.write_table(_table(self._pending))
+            self.boxes += self._pending_boxes
+        self._pending, self._pending_boxes = [], 0
 
 
-def auto_batch(batch, device: str) -> int:
-    return AUTO_BATCH["cuda" if str(device).startswith("cuda") else "cpu"] if batch == "auto" else int(batch)
+def _trim_heap() -> None:
+    """Give freed memory back to the system. glibc gives each thread that allocates its own
+    heap (arena); frames decoded on one thread and freed on another, beside OpenVINO's
+    worker threads, fragment them (measured: 5 GB instead of 1.3 GB for a 30-clip job with
+    2 inference threads, flat with this every few hundred frames). A no-op without glibc."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+TRIM_EVERY = 256  # frames
 
 
 def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, imgsz: int = 640,
-        conf: float = 0.1, batch: int | str = "auto", device: str = "auto", half="auto", runtime: str = "auto",
-        decoder: str = "auto", threads: int | None = None, cache: str | os.PathLike | None = None) -> dict:
+        conf: float = 0.1, batch: int | str = "auto", device: str = "auto", precision: str = "default",
+        runtime: str = "auto", decoder: str = "auto", skip_rejected: bool = True, threads: int | None = None,
+        cache: str | os.PathLike | None = None, detector: str | os.PathLike | None = None,
+        rejection: Rejection | None = None, frame_cache: str | os.PathLike | None = None) -> dict:
     """Detect persons in every frame of the ok clips of ``manifest``; write ``out`` (parquet).
 
     ``threads``: CPU threads for inference (None: the runtime's default); ``cache``: the
-    folder of exported models (None: microg4m.runtime.default_cache()).
-    Returns counts and timing: clips, frames, boxes, seconds, device, runtime.
+    folder of exported models (None: microg4m.runtime.default_cache()); ``detector``: the
+    record the detector stage wrote (the model to load; None: export or find it here).
+    ``rejection`` (with ``skip_rejected``): the filter's rule; a clip it rejects whatever
+    its frames show gets no frame, and one that becomes hopeless gets no more (the
+    parquet's coverage metadata says how many frames each clip got: read_coverage).
+    ``frame_cache`` (with ``detector``): a folder where the frames run are kept, so that a
+    re-run decodes and runs YOLO only on clips and frames it did not run on before.
+    Returns counts and timing: clips, frames (decoded), inferred, from_cache,
+    skipped_frames, boxes, seconds, device, runtime, precision.
     """
     _check(imgsz, conf, batch)
     clips = mf.ok_clips(manifest)
-    schema = SCHEMA.with_metadata({"weights": str(weights), "imgsz": str(imgsz), "conf": str(conf)})
     t0 = time.perf_counter()
-    stats = {"clips": len(clips), "frames": 0, "boxes": 0, "device": None, "runtime": None, "decoder": None}
+    stats = {"clips": len(clips), "frames": 0, "inferred": 0, "from_cache": 0, "skipped_frames": 0, "boxes": 0,
+             "device": None, "runtime": None, "precision": None, "decoder": None}
     resolve_weights(weights)  # a bad setting fails even for a source without clips
     rt.check_runtime(runtime)  # so does a misspelt runtime
+    rt.check_precision(precision)  # or precision
     choose_decoder(decoder, "cpu")  # and a misspelt decoder
+    rejection = rejection if skip_rejected else None
+    record = read_detector(detector) if detector and len(clips) else None
+    fcache, cached, shas = None, {}, {}
     if len(clips):
-        dev = select_device(device)
-        batch = auto_batch(batch, dev)
-        detector = Detector(str(weights), runtime=runtime, device=dev, imgsz=imgsz, conf=conf, batch=batch,
-                            half=use_half(half, dev), threads=threads, cache=cache)
+        dev = record["device"] if record else rt.select_device(device)
+        batch = rt.auto_batch(batch, dev)
+        runtime = rt.choose_runtime(runtime, dev, precision)
+        precision = rt.choose_precision(precision, runtime, dev)
+        if record and (record["runtime"], record["precision"]) != (runtime, precision):
+            raise ValueError(f"{detector}: made for {record['runtime']} {record['precision']}, the settings ask "
+                             f"for {runtime} {precision}; re-run: snakemake --forcerun detector")
         decoder = choose_decoder(decoder, dev)
         # on CPU inference takes the cores and one decoding thread keeps up; a GPU needs more
         workers = max(1, min(8, (threads or os.cpu_count() or 2) - 1)) if dev.startswith("cuda") else 1
-        stats.update(device=dev, runtime=detector.runtime, decoder=decoder, decode_workers=workers)
-        logging.getLogger(__name__).info("detect: %s on %s, batch %d, decoder %s x %d", detector.runtime, dev,
+        stats.update(device=dev, runtime=runtime, precision=precision, decoder=decoder, decode_workers=workers)
+        logging.getLogger(__name__).info("detect: %s %s on %s, batch %d, decoder %s x %d", runtime, precision, dev,
                                          batch, decoder, workers)
+        if frame_cache and record:
+            numerics = {"threads": threads} if runtime in ("torch", "onnx") else {}  # OpenVINO: the same boxes
+            fcache = FrameCache(Path(frame_cache) / cache_key(
+                model=record["model"], sha256=record["sha256"], runtime=runtime, precision=precision, device=dev,
+                imgsz=imgsz, conf=conf, batch=batch, **numerics))
+            for source, group in clips.groupby("source_id", sort=False):
+                entries = fcache.load(source)
+                for clip in group["clip_id"]:
+                    shas[clip] = rt.sha256(mf.clip_file(manifest, clip))
+                    cached[clip] = entries.get(shas[clip], {})
+    metadata = {"weights": str(weights), "imgsz": str(imgsz), "conf": str(conf)}
     with atomic_path(out) as tmp:
-        with pq.ParquetWriter(tmp, schema) as writer:
-            pending: list = []
-            n_pending = 0
-            if len(clips):
-                frames = prefetch(clip_frames(manifest, clips, decoder=decoder, device=dev, workers=workers),
-                                  size=2 * batch)
-                total = int(clips["frames"].sum())
-                for run_ in progress(batches(frames, batch), "detect", total=-(-total // batch), unit="batch"):
-                    dets = detector([f for _, _, f in run_])
-                    stats["frames"] += len(run_)
-                    for (clip, n, _), arr in zip(run_, dets):
-                        if len(arr):
-                            pending.append((clip, n, arr))
-                            n_pending += len(arr)
-                    if n_pending >= ROW_GROUP:
-                        writer.write_table(_table(pending))
-                        stats["boxes"] += n_pending
-                        pending, n_pending = [], 0
-            if pending:
-                writer.write_table(_table(pending))
-                stats["boxes"] += n_pending
+        with pq.ParquetWriter(tmp, SCHEMA.with_metadata(metadata)) as writer:
+            output = _Output(clips, rejection, writer)
+            for clip in clips["clip_id"]:
+                if rejection is not None and rejection.whole(clip):
+                    output.skip(clip)
+                    continue
+                for n in range(1, len(cached.get(clip, {})) + 1):  # what an earlier run found
+                    if clip in output.coverage:
+                        break
+                    output.resolve(clip, n, cached[clip][n])
+                    stats["from_cache"] += 1
+            todo = clips[~clips["clip_id"].isin(output.coverage)]
+            if len(todo):  # loaded only when some frame is still to run
+                det = Detector(str(weights), runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
+                               conf=conf, batch=batch, threads=threads, cache=cache,
+                               model=record["model"] if record else None)
+                frames = prefetch(clip_frames(manifest, todo, decoder=decoder, device=dev, workers=workers,
+                                              stop=output.stopped), size=2 * batch)
+                _detect(det, frames, output, batch, stats, int(todo["frames"].sum()))
+            output.flush()
+            writer.add_key_value_metadata({COVERAGE: json.dumps(output.coverage, sort_keys=True)})
+    if fcache is not None:
+        for source, group in clips.groupby("source_id", sort=False):
+            fcache.save(source, {shas[c]: {**cached[c], **output.ran[c]} for c in group["clip_id"]})
+    stats["boxes"] = output.boxes
+    stats["skipped_frames"] = int(clips["frames"].sum()) - sum(output.coverage.values()) if len(clips) else 0
     stats["seconds"] = round(time.perf_counter() - t0, 3)
+    logging.getLogger(__name__).info("detect: %s", stats)
     return stats
+
+
+def _detect(det: Detector, frames, output: _Output, batch: int, stats: dict, total: int) -> None:
+    """Run the frames through the detector in batches, resolving each frame's boxes into
+    ``output`` in order (frames an earlier run resolved are decoded only to reach the next)."""
+    run_: list = []
+
+    def infer():
+        dets = det([f for _, _, f in run_])
+        stats["inferred"] += len(run_)
+        for (clip, n, _), boxes in zip(run_, dets):
+            output.ran[clip][n] = boxes
+            output.resolve(clip, n, boxes)
+        run_.clear()
+
+    for clip, n, frame in progress(frames, "detect", total=total, unit="frame"):
+        stats["frames"] += 1
+        if stats["frames"] % TRIM_EVERY == 0:
+            _trim_heap()
+        if clip in output.stopped or n <= output.done[clip]:
+            continue
+        if run_ and (len(run_) >= batch or frame.shape != run_[-1][2].shape):
+            infer()
+            if clip in output.stopped:  # stopped by a frame of that batch
+                continue
+        run_.append((clip, n, frame))
+    if run_:
+        infer()
+
+
+def read_coverage(path: str | os.PathLike, clips) -> dict[str, int]:
+    """Frames detected per clip (1..n): the parquet's coverage metadata; a cache written
+    before it existed covers every frame (``clips``: clip id -> frames)."""
+    meta = pq.ParquetFile(path).metadata.metadata or {}  # the file's key-value metadata
+    if COVERAGE.encode() not in meta:
+        return dict(clips)
+    coverage = json.loads(meta[COVERAGE.encode()])
+    return {clip: int(coverage.get(clip, frames)) for clip, frames in dict(clips).items()}
 
 
 def read_detections(path: str | os.PathLike) -> pd.DataFrame:

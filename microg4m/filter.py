@@ -14,6 +14,12 @@ boxes (``count``):
   here (no frame is decoded): that only moves predicted boxes, and changed no decision
   on the test footage (README, "Fidelity").
 - ``detections``: every cached detection.
+
+detect skips the frames a clip that must be rejected does not need (microg4m.rejection);
+such a clip's ``person_share`` counts its detected frames only (``detected_frames`` <
+frames), and the decision is checked again here: a clip the current settings could keep
+but whose detections stop early is an error (the detect stage re-runs when the filter's
+settings change, so this happens only with files made by hand).
 """
 
 from __future__ import annotations
@@ -26,12 +32,12 @@ import pandas as pd
 
 from . import manifest as mf
 from .atomic import write_tsv
-from .detect import read_detections
+from .detect import read_coverage, read_detections
+from .rejection import too_few
 from .scenes import format_cuts, read_scenes
 
-COLUMNS = ["clip_id", "person_share", "cuts", "keep", "reason"]
+COLUMNS = ["clip_id", "person_share", "cuts", "keep", "reason", "detected_frames"]
 COUNTS = ("tracked", "detections")
-EPS = 1e-9  # 54/90 must count as >= 0.6 whatever the float rounding
 
 
 def read_decisions(path: str | os.PathLike) -> pd.DataFrame:
@@ -97,14 +103,15 @@ def _check(person_conf, min_person_share, max_cuts) -> None:
 
 def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *, person_conf: float = 0.6,
            min_person_share: float = 0.6, max_cuts: int = 0, screened: set[str] | frozenset = frozenset(),
-           ) -> pd.DataFrame:
+           detected: dict | None = None) -> pd.DataFrame:
     """Decisions per clip (pure).
 
     clips: ``clip_id, frames``; detections: ``clip_id, frame, conf[, cls]`` (one row per
     box: the boxes counted, see ``count``);
-    cuts: ``clip_id, cuts`` (lists of frame numbers). Returns ``clip_id, person_share
-    (float), cuts (list), keep (bool), reason`` in the order of ``clips``. Reason
-    precedence: screened > scene_cut > few_persons > kept.
+    cuts: ``clip_id, cuts`` (lists of frame numbers); detected: clip -> frames detected
+    (1..n; default every frame). Returns ``clip_id, person_share (float), cuts (list),
+    keep (bool), reason, detected_frames`` in the order of ``clips``. Reason precedence:
+    screened > scene_cut > few_persons > kept.
     """
     _check(person_conf, min_person_share, max_cuts)
     cut_map = dict(zip(cuts["clip_id"], cuts["cuts"]))
@@ -118,18 +125,22 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
     for clip, frames in zip(clips["clip_id"], clips["frames"]):
         if frames <= 0:
             raise ValueError(f"clip {clip}: manifest has {frames} frames")
-        share = int(person_frames.get(clip, 0)) / int(frames)
+        found = int(person_frames.get(clip, 0))
+        seen = int((detected or {}).get(clip, frames))
         clip_cuts = list(cut_map[clip])
         if clip in screened:
             reason = "screened"
         elif len(clip_cuts) > max_cuts:
             reason = "scene_cut"
-        elif share + EPS < min_person_share:
+        elif too_few(found + int(frames) - seen, int(frames), min_person_share):  # seen == frames: the share
             reason = "few_persons"
+        elif seen < frames:
+            raise ValueError(f"clip {clip}: detections cover frames 1-{seen} of {frames} only, not enough for "
+                             "these filter settings (re-run detect with them: the workflow does)")
         else:
             reason = "kept"
-        rows.append({"clip_id": clip, "person_share": share, "cuts": clip_cuts, "keep": reason == "kept",
-                     "reason": reason})
+        rows.append({"clip_id": clip, "person_share": found / int(frames), "cuts": clip_cuts,
+                     "keep": reason == "kept", "reason": reason, "detected_frames": seen})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -149,10 +160,11 @@ def run(manifest: str | os.PathLike, detections: str | os.PathLike, scenes: str 
     unknown = sorted(set(dets["clip_id"]) - set(clips["clip_id"]))
     if unknown:
         raise ValueError(f"{detections}: boxes for clips not ok in {manifest}: {unknown[:5]} (cache out of date?)")
-    if count == "tracked":
-        dets = tracked_boxes(dets, clips)
+    detected = read_coverage(detections, zip(clips["clip_id"], clips["frames"]))
+    if count == "tracked":  # the tracker sees a clip's detected frames
+        dets = tracked_boxes(dets, clips.assign(frames=clips["clip_id"].map(detected)))
     table = decide(clips, dets, read_scenes(scenes), person_conf=person_conf, min_person_share=min_person_share,
-                   max_cuts=max_cuts, screened=set(screened))
+                   max_cuts=max_cuts, screened=set(screened), detected=detected)
     written = table.assign(
         person_share=table["person_share"].map(lambda x: f"{x:.4f}"),
         cuts=table["cuts"].map(format_cuts),

@@ -249,6 +249,13 @@ def run(manifest, detections, decisions, motion, out, *, tracker: str = "ultraly
         if clip not in levels:
             raise ValueError(f"{motion}: no motion level for kept clip {clip}")
     dets = load_detections(detections)
+    from .detect import read_coverage
+
+    short = {c: n for c, n in read_coverage(detections, ok.loc[kept, "frames"].items()).items()
+             if n < int(ok.at[c, "frames"])}
+    if short:
+        raise ValueError(f"{detections}: kept clips detected on their first frames only {short} (the decisions "
+                         f"{decisions} are not those of these detections: re-run filter)")
 
     rows, tiles = [], []
     on_sheet = preview.sheet_clips(kept)

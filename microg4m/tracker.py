@@ -102,7 +102,7 @@ def _make_boxmot(s: dict, reid_weights, device: str):
         if not path.is_file():
             raise FileNotFoundError(f"track.reid_weights: {path} not found")
         if device == "auto":
-            from .detect import select_device
+            from .runtime import select_device
 
             device = select_device("auto")
         kwargs.update(use_embeddings=True, reid_weights=path, device=device, half=False)

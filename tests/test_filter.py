@@ -54,7 +54,8 @@ def run_filter(source, out_name="src.tsv", **kw):
 
 def test_person_kept_empty_rejected_cuts_rejected(source):
     table, out = run_filter(source)
-    assert list(table.columns) == ["clip_id", "person_share", "cuts", "keep", "reason"]
+    assert list(table.columns) == ["clip_id", "person_share", "cuts", "keep", "reason", "detected_frames"]
+    assert set(table["detected_frames"]) == {"90"}  # detected without the filter's rule: every frame
     got = table.set_index("clip_id")
     assert list(got.index) == ["src_000", "src_001", "src_002", "src_003"]  # dropped clip not decided
     assert got.loc["src_000", ["keep", "reason", "cuts"]].tolist() == ["1", "kept", ""]
@@ -87,6 +88,43 @@ def test_screening_file(source, tmp_path):
     assert table.set_index("clip_id").loc["src_000", "keep"] == "0"
     table, _ = run_filter(source, "missing.tsv", screened=flt.read_screening(tmp_path / "no_such_file.txt"))
     assert table.set_index("clip_id").loc["src_000", "reason"] == "kept"
+
+
+def test_skipped_frames_change_no_decision_and_a_looser_rule_runs_yolo_on_the_missing_frames_only(
+        source, tmp_path):
+    """detect with the filter's rule skips the clips with a cut and stops the empty one once
+    it can no longer reach 60 %; the decisions are those of every frame. With a looser rule
+    (no share needed, one cut allowed) the re-run takes what it ran from its frame cache,
+    runs YOLO on the rest only, and gives exactly the detections of every frame."""
+    from microg4m import detector
+    from microg4m.rejection import Rejection
+
+    root, manifest = source
+    record = tmp_path / "detector.json"
+    detector.run(record, weights=WEIGHTS, imgsz=320, device="cpu")
+    scenes_table, frame_cache = root / "scenes" / "src.tsv", tmp_path / "frames"
+    kw = dict(weights=WEIGHTS, imgsz=320, batch=16, detector=record, frame_cache=frame_cache)
+    first = detect.run(manifest, tmp_path / "skip.parquet", rejection=Rejection.of(scenes_table), **kw)
+    coverage = detect.read_coverage(tmp_path / "skip.parquet", {f"src_00{i}": 90 for i in range(4)})
+    assert coverage["src_000"] == 90 and coverage["src_002"] == coverage["src_003"] == 0
+    assert 37 <= coverage["src_001"] < 90, "the empty clip stops once 54 of 90 frames are out of reach"
+    assert first["inferred"] < 2 * 90 and first["skipped_frames"] == 360 - sum(coverage.values())
+    full, _ = run_filter(source, "full.tsv")
+    skipped = tmp_path / "skipped.tsv"
+    flt.run(manifest, tmp_path / "skip.parquet", scenes_table, skipped)
+    skipped = pd.read_csv(skipped, sep="\t", dtype=str, keep_default_na=False)
+    assert skipped[["clip_id", "keep", "reason"]].equals(full[["clip_id", "keep", "reason"]])
+    assert skipped.set_index("clip_id").loc["src_001", "detected_frames"] == str(coverage["src_001"])
+
+    loose = Rejection.of(scenes_table, min_person_share=0.0, max_cuts=1)
+    second = detect.run(manifest, tmp_path / "all.parquet", rejection=loose, **kw)
+    assert second["from_cache"] == first["inferred"] >= sum(coverage.values())  # what ran, batch tails included
+    assert second["inferred"] == 360 - first["inferred"], "YOLO only on frames it never ran on"
+    every = detect.read_detections(root / "detections" / "src.parquet")
+    pd.testing.assert_frame_equal(detect.read_detections(tmp_path / "all.parquet"), every)
+    third = detect.run(manifest, tmp_path / "skip2.parquet", rejection=Rejection.of(scenes_table), **kw)
+    assert third["inferred"] == 0 and third["frames"] == 0, "back to the first rule: nothing decoded"
+    assert (tmp_path / "skip2.parquet").read_bytes() == (tmp_path / "skip.parquet").read_bytes()
 
 
 def test_stale_cache_is_an_error(source, tmp_path):

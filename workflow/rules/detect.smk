@@ -1,7 +1,34 @@
+rule detector:
+    """The model every detect job runs: exported once for the runtime (every frame shape),
+    quantized on the first sources' clips for int8; its record names it."""
+    input:
+        calibration=calibration_manifests,
+    output:
+        R("models/detector.json"),
+    log:
+        R("logs/detector.log"),
+    benchmark:
+        R("benchmarks/detector.tsv")
+    conda:
+        "../../envs/microg4m.yaml"
+    resources:
+        # a TensorRT engine is built on the GPU model that runs it
+        gpu=1 if DETECT_ON_GPU else 0,
+    params:
+        settings=config["detect"],
+        # the export cache: the folder of the record
+        models=lambda w, output: os.path.dirname(output[0]),
+    script:
+        "../scripts/detector.py"
+
+
 rule detect:
     """YOLO person detection on every frame of every clip of a source, batched, cached."""
     input:
-        R("clips/{unit}/manifest.tsv"),
+        manifest=R("clips/{unit}/manifest.tsv"),
+        detector=R("models/detector.json"),
+        # detect.skip_rejected: the cuts, to skip the clips the filter rejects for them
+        scenes=detect_scenes,
     output:
         R("detections/{unit}.parquet"),
     log:
@@ -19,6 +46,10 @@ rule detect:
         gpu=1 if DETECT_ON_GPU else 0,
     params:
         settings=config["detect"],
-        models=R("models"),
+        models=lambda w, input: os.path.dirname(input.detector),
+        # detect.skip_rejected: the filter's rule (a filter edit re-runs detect, which then
+        # runs YOLO only on frames it never ran on: results/cache/detect)
+        rejection=rejection_params,
+        frame_cache=R("cache/detect"),
     script:
         "../scripts/detect.py"

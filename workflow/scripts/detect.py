@@ -1,12 +1,17 @@
 from microg4m import detect
+from microg4m.rejection import Rejection
 from microg4m.runtime import default_cache
 from microg4m.smk import start
 
 start(snakemake)
+rules = snakemake.params.rejection
 detect.run(
-    snakemake.input[0],
+    snakemake.input.manifest,
     snakemake.output[0],
     threads=snakemake.threads,
     cache=default_cache(snakemake.params.models),  # $MICROG4M_EXPORT_CACHE, else <results>/models
+    detector=snakemake.input.detector,
+    rejection=Rejection.of(snakemake.input.scenes[0], **rules) if rules else None,
+    frame_cache=snakemake.params.frame_cache,
     **snakemake.params.settings,
 )
