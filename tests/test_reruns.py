@@ -44,7 +44,7 @@ exec '{imageio_ffmpeg.get_ffmpeg_exe()}' "$@"
 def run_dir(tmp_path_factory):
     base = tmp_path_factory.mktemp("reruns")
     wd = make_workdir(base / "wd", sources=SOURCES,
-                      config={"download": {"retries": 1}, "detect": {"imgsz": 320},
+                      config={"sources_per_job": 1, "download": {"retries": 1}, "detect": {"imgsz": 320},
                               "ffmpeg": str(ffmpeg_wrapper(base / "bin"))})
     snakemake(wd)
     assert dry_run_jobs(wd) == {}, "a finished run has nothing left to do"
@@ -214,27 +214,37 @@ def test_the_ffmpeg_setting_reaches_every_job_that_runs_ffmpeg(run_dir):
     assert dict(versions.values)["imageio-ffmpeg"] == imageio_ffmpeg.__version__
 
 
-def test_a_filter_threshold_edit_reruns_filter_and_after_never_detect(run_dir):
+def inferred(wd, unit):
+    """Frames YOLO ran on in the last detect job of a unit (the rest came from the frame cache)."""
+    counts = re.findall(r"'inferred': (\d+)", (wd / "results" / "logs" / "detect" / f"{unit}.log").read_text())
+    assert counts, f"no detect summary in the log of {unit}"
+    return int(counts[-1])
+
+
+def test_a_filter_threshold_edit_reruns_detect_from_its_cache_and_never_yolo(run_dir):
+    """A filter threshold decides which frames detect may skip (detect.skip_rejected), so
+    detect runs again, but every frame it needs is in the frame cache: YOLO runs on none."""
     before = decisions(run_dir)
     assert (before.keep == "1").sum() >= 3
-    cache = {p: p.stat().st_mtime_ns for p in (run_dir / "results" / "detections").glob("*.parquet")}
+    after_edit = {"detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
+                  "export": 1, "ledger": 1, "all": 1}
     set_config(run_dir, "filter", person_conf=0.999)  # no box is that sure
-    rerun(run_dir, {"filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
-                    "export": 1, "ledger": 1, "all": 1})
+    rerun(run_dir, after_edit)
+    assert [inferred(run_dir, u) for u in ("dancer", "scenecut")] == [0, 0]
     after = decisions(run_dir)
     assert (after.keep == "0").all()
     assert set(after[before.reason == "kept"].reason) == {"few_persons"}
-    assert cache == {p: p.stat().st_mtime_ns for p in cache}  # the detection cache was not rewritten
     set_config(run_dir, "filter", person_conf=0.6)
-    rerun(run_dir, {"filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
-                    "export": 1, "ledger": 1, "all": 1})
+    rerun(run_dir, after_edit)
+    assert [inferred(run_dir, u) for u in ("dancer", "scenecut")] == [0, 0]
     assert decisions(run_dir).equals(before)
 
 
 def test_a2_screening_reruns_only_the_screened_source(run_dir):
     (run_dir / "annotations" / "screening_excluded.txt").write_text("dancer_001  # not in space\n")
-    rerun(run_dir, {"filter": 1, "track": 1, "frames": 1, "track_files": 1, "export": 1,
+    rerun(run_dir, {"detect": 1, "filter": 1, "track": 1, "frames": 1, "track_files": 1, "export": 1,
                     "ledger": 1, "all": 1})
+    assert inferred(run_dir, "dancer") == 0
     dec = decisions(run_dir).set_index("clip_id")
     assert dec.loc["dancer_001", "reason"] == "screened" and dec.loc["dancer_000", "reason"] == "kept"
 
@@ -246,7 +256,8 @@ def test_b_tracker_edit_reruns_track_and_export_only(run_dir):
 
 def test_c_weights_or_imgsz_edit_reruns_detect(run_dir):
     set_config(run_dir, "detect", imgsz=256)
-    rerun(run_dir, {"detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
+    # the detector too: a TensorRT engine's optimisation profile is built for imgsz
+    rerun(run_dir, {"detector": 1, "detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
                     "export": 1, "ledger": 1, "all": 1})
 
 

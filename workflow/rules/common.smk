@@ -1,4 +1,3 @@
-import math
 import os
 from pathlib import Path
 
@@ -7,6 +6,7 @@ from snakemake.utils import validate
 
 from microg4m import corrections as _corrections
 from microg4m import demo as _demo
+from microg4m import units as _units
 from microg4m.filter import read_screening
 from microg4m.runtime import uses_gpu
 from microg4m.sources import load_sources, normalize_url
@@ -21,35 +21,51 @@ RESULTS = config["results"]
 DETECT_ON_GPU = uses_gpu(config["detect"]["device"])
 
 
-def make_units(ids, per_job):
-    """Job units: each source alone (per_job 1), else consecutive batches of sources.
-
-    Batches keep the DAG small for tables of 10^4 sources; appending sources to the
-    table changes only the last batch.
-    """
-    if per_job == 1:
-        return {sid: [sid] for sid in ids}
-    return {
-        f"batch{i // per_job:05d}": list(ids[i : i + per_job])
-        for i in range(0, len(ids), per_job)
-    }
+def job_slots():
+    """What sources_per_job: auto fills: this machine's CPUs (not --cores, so that a re-run
+    with other --cores keeps every unit and its results); on a cluster (the submitting
+    Snakemake and each job's own) a fixed number, so both see the same units."""
+    if workflow.non_local_exec or workflow.remote_exec:
+        return _units.CLUSTER_SLOTS
+    return len(os.sched_getaffinity(0))
 
 
-UNITS = make_units(list(SOURCES.index), config["sources_per_job"])
+UNITS = _units.make_units(
+    list(SOURCES.index),
+    _units.per_job(config["sources_per_job"], len(SOURCES), job_slots()),
+)
 
 
 def detect_threads():
     """Threads of one detect job (Snakemake caps them at --cores; --set-threads detect=N
-    overrides). On a GPU 4: the decoding workers that feed it. On a CPU the cores shared
-    out over the detect jobs, 1 to 8: with as many sources as cores, one thread per job
-    and the jobs side by side keep the cores busiest (README, "On a workstation")."""
+    overrides): on a GPU 4, the decoding workers that feed it; on a CPU every core, at
+    most 8. One job at a time with every core beat one-thread jobs side by side on 2 cores
+    (OpenVINO scales to 1.9x there, and no job waits for the slowest unit at the end:
+    README, "Benchmarks")."""
     if DETECT_ON_GPU:
         return 4
     try:
         cores = workflow.cores
     except WorkflowError:  # a dry run without --cores
         cores = os.cpu_count() or 1
-    return max(1, min(8, math.ceil(cores / max(1, len(UNITS)))))
+    return max(1, min(8, cores))
+
+
+def calibration_manifests(wildcards):
+    """The clips an int8 detector is calibrated on: those of the first units, up to
+    CALIBRATION_SOURCES sources (no input at any other precision)."""
+    if config["detect"]["precision"] != "int8":
+        return []
+    units, n = [], 0
+    for unit, sids in UNITS.items():
+        if n >= CALIBRATION_SOURCES:
+            break
+        units.append(unit)
+        n += len(sids)
+    return [R(f"clips/{unit}/manifest.tsv") for unit in units]
+
+
+CALIBRATION_SOURCES = 4
 
 
 wildcard_constraints:
@@ -91,6 +107,27 @@ def screened_clips(wildcards):
     re-runs the filter of that unit only."""
     sources = set(UNITS[wildcards.unit])
     return sorted(c for c in SCREENED if c.rsplit("_", 1)[0] in sources)
+
+
+def detect_scenes(wildcards):
+    """The unit's cuts, when detect skips the clips they reject (detect.skip_rejected)."""
+    return (
+        [R(f"scenes/{wildcards.unit}.tsv")] if config["detect"]["skip_rejected"] else []
+    )
+
+
+def rejection_params(wildcards):
+    """The filter settings that let detect skip frames; None with detect.skip_rejected
+    off, so that filter edits never touch detect."""
+    if not config["detect"]["skip_rejected"]:
+        return None
+    f = config["filter"]
+    return dict(
+        person_conf=f["person_conf"],
+        min_person_share=f["min_person_share"],
+        max_cuts=f["max_cuts"],
+        screened=screened_clips(wildcards),
+    )
 
 
 def actions_input(wildcards):

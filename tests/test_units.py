@@ -1,0 +1,56 @@
+"""Job units (``sources_per_job``): the rule itself, and the jobs a real dry run plans
+under ``auto`` for 10 and for 10^4 sources."""
+
+import math
+import os
+
+import pytest
+
+from microg4m.units import AUTO_MAX, make_units, per_job
+from workflow import dry_run_jobs, make_workdir
+
+# the stages that run one job per unit; detector, versions, export, ledger and all run once
+PER_UNIT = ["download", "trim", "scenes", "detect", "filter", "motion", "track", "frames", "track_files"]
+ONCE = {"detector": 1, "versions": 1, "export": 1, "ledger": 1, "all": 1}
+
+
+def test_auto_fills_the_slots_with_few_jobs_and_caps_their_size():
+    assert per_job("auto", 10, 2) == 5  # 2 jobs per stage on 2 CPUs
+    assert per_job("auto", 10, 16) == 1
+    assert per_job("auto", 3, 2) == 2
+    assert per_job("auto", 10_000, 2) == AUTO_MAX == 50
+    assert per_job(7, 10_000, 2) == 7
+    for bad in [0, -1, 1.5, True, "5"]:
+        with pytest.raises(ValueError, match="sources_per_job"):
+            per_job(bad, 10, 2)
+
+
+def test_units_are_runs_of_consecutive_sources_and_appending_keeps_the_earlier_ones():
+    ids = [f"s{i}" for i in range(7)]
+    assert make_units(ids, 1) == {sid: [sid] for sid in ids}
+    assert make_units(ids, 3) == {"batch00000": ["s0", "s1", "s2"], "batch00001": ["s3", "s4", "s5"],
+                                  "batch00002": ["s6"]}
+    longer = make_units(ids + ["s7", "s8"], 3)
+    assert {u: longer[u] for u in ["batch00000", "batch00001"]} == {
+        u: s for u, s in make_units(ids, 3).items() if len(s) == 3}
+
+
+def planned_units(n_sources: int) -> int:
+    """Units ``auto`` gives on this machine: its CPUs are the slots (not --cores)."""
+    per = min(AUTO_MAX, math.ceil(n_sources / len(os.sched_getaffinity(0))))
+    return math.ceil(n_sources / per)
+
+
+@pytest.mark.parametrize("n_sources", [10, 10_000])
+def test_auto_dry_run_plans_one_job_per_unit_and_stage(tmp_path, n_sources):
+    # URLs only (nothing local to declare); a dry run plans without downloading
+    rows = "".join(f"s{i:05d}\thttp://127.0.0.1:9/s{i:05d}.mp4\tr\n" for i in range(n_sources))
+    wd = make_workdir(tmp_path, sources="source_id\turl\tclip_type\n" + rows, config={"sources_per_job": "auto"})
+    units = planned_units(n_sources)
+    expected = {**{stage: units for stage in PER_UNIT}, **ONCE}
+    assert dry_run_jobs(wd) == expected
+    # on the 2-CPU test machine: 2 units (23 jobs) for 10 sources, 200 units (1,805 jobs) for 10^4
+    if len(os.sched_getaffinity(0)) == 2:
+        assert sum(expected.values()) == {10: 23, 10_000: 1805}[n_sources]
+    if n_sources == 10:  # --cores does not re-plan the units, so a re-run keeps every result
+        assert dry_run_jobs(wd, "--cores", "1") == expected
