@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import git_rev, subset_manifest, timed  # noqa: E402
 
-from microg4m import detect, footage, manifest as mf, media  # noqa: E402
+from microg4m import detect, footage, manifest as mf, media, runtime as rt  # noqa: E402
 
 
 def make_source(name: str, n: int, folder: Path) -> Path:
@@ -51,7 +51,7 @@ def make_source(name: str, n: int, folder: Path) -> Path:
 
 def bench_run(manifest: Path, args, tmp: Path) -> int:
     stats = detect.run(manifest, tmp / "det.parquet", weights=args.weights, imgsz=args.imgsz, conf=args.conf,
-                       batch=args.batch, device=args.device, half=args.half, runtime=args.runtime,
+                       batch=args.batch, device=args.device, precision=args.precision, runtime=args.runtime,
                        threads=args.threads, cache=tmp / "exports")
     return stats["frames"]
 
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     p.add_argument("--runtime", default="auto", help="detect.runtime (default auto)")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="inference threads (default: all CPUs)")
     p.add_argument("--device", default="auto")
-    p.add_argument("--half", default="auto")
+    p.add_argument("--precision", default="default", help="detect.precision (default: fp32 on a CPU)")
     p.add_argument("--repeat", type=int, default=3, help="runs per method, interleaved, best kept (default 3)")
     p.add_argument("--skip-reference", action="store_true")
     p.add_argument("--csv", type=Path, default=Path("bench/out/bench_detect.csv"))
@@ -103,10 +103,11 @@ def main(argv=None) -> int:
         if not clips:
             sys.exit(f"{manifest}: no ok clips")
 
-        dev = detect.select_device(args.device)
-        half = detect.use_half(args.half, dev)
-        detector = detect.Detector(args.weights, runtime=args.runtime, device=dev, imgsz=args.imgsz, conf=args.conf,
-                                   batch=args.batch, half=half, threads=args.threads, cache=tmp / "exports")
+        dev = rt.select_device(args.device)
+        detector = detect.Detector(args.weights, runtime=args.runtime, precision=args.precision, device=dev,
+                                   imgsz=args.imgsz, conf=args.conf, batch=args.batch, threads=args.threads,
+                                   cache=tmp / "exports")
+        half = detector.half
         frames = [f for c in clips for f in media.iter_frames(mf.clip_file(manifest, c))]
         detector(frames[: args.batch])  # export (first time), load, set-up
 
@@ -138,7 +139,7 @@ def main(argv=None) -> int:
             fps = len(frames) / wall
             rows.append(dict(method=name, frames=len(frames), seconds=round(wall, 3), fps=round(fps, 2),
                              vs_raw=round(best["raw"][0] / wall, 3),
-                             cpu_ms_per_frame=round(cpu / len(frames) * 1e3, 1), device=dev, half=half,
+                             cpu_ms_per_frame=round(cpu / len(frames) * 1e3, 1), device=dev, precision=detector.precision,
                              batch=args.batch, imgsz=args.imgsz, frame_size=shape, clips=len(clips),
                              runtime=detector.runtime, threads=args.threads,
                              cpus=os.cpu_count(), host=platform.node(), rev=git_rev()))
@@ -146,7 +147,7 @@ def main(argv=None) -> int:
     for r in rows:
         print(f"{r['method']:<10} {r['frames']:>6} {r['seconds']:>8.2f} {r['fps']:>7.2f} {r['vs_raw']:>7.3f} "
               f"{r['cpu_ms_per_frame']:>9.1f}")
-    print(f"runtime {detector.runtime}, {args.threads} threads, device {dev}, half {half}, batch {args.batch}, "
+    print(f"runtime {detector.runtime}, {args.threads} threads, device {dev}, precision {detector.precision}, batch {args.batch}, "
           f"imgsz {args.imgsz}, frames {shape}, {len(clips)} clips")
     args.csv.parent.mkdir(parents=True, exist_ok=True)
     with open(args.csv, "w", newline="") as fh:

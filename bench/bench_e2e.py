@@ -49,7 +49,7 @@ from common import REPO, git_rev, peak_rss_mib, subset_manifest, write_csv  # no
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
-from microg4m import manifest as mf, media  # noqa: E402
+from microg4m import manifest as mf, media, runtime as rt  # noqa: E402
 
 REFERENCE_TRACKER = REPO.parent / "shared" / "reference" / "microg4m" / "tracker" / "botsort.yaml"
 # The same settings as the reference file (the stock Ultralytics botsort.yaml of its era),
@@ -157,11 +157,10 @@ def worker_infer(manifest: Path, args, work: Path) -> dict:
     from microg4m import detect
 
     t0 = time.perf_counter()
-    dev = detect.select_device(args.device)
-    half = detect.use_half(args.half, dev)
-    batch = detect.auto_batch(args.batch, dev)
-    detector = detect.Detector(str(args.weights), runtime=args.runtime, device=dev, imgsz=args.imgsz,
-                               conf=args.conf, batch=batch, half=half, threads=args.torch_threads or os.cpu_count(),
+    dev = rt.select_device(args.device)
+    batch = rt.auto_batch(args.batch, dev)
+    detector = detect.Detector(str(args.weights), runtime=args.runtime, precision=args.precision, device=dev,
+                               imgsz=args.imgsz, conf=args.conf, batch=batch, threads=args.torch_threads or os.cpu_count(),
                                cache=work / "exports")
     frames = _frames_of(manifest)
     detector(frames[:batch])  # export, predictor set-up
@@ -174,7 +173,7 @@ def worker_infer(manifest: Path, args, work: Path) -> dict:
     _sync(dev)
     return {"stages": {"infer": {"seconds": time.perf_counter() - t, "cpu": time.process_time() - c, "frames": n}},
             "setup_s": setup, "runtime": detector.runtime,
-            "device": dev, "half": half, "batch": batch, "torch_threads": threads, "gpu_peak_mib": _gpu_peak_mib(dev)}
+            "device": dev, "precision": detector.precision, "batch": batch, "torch_threads": threads, "gpu_peak_mib": _gpu_peak_mib(dev)}
 
 
 def worker_ours(manifest: Path, args, work: Path) -> dict:
@@ -183,20 +182,20 @@ def worker_ours(manifest: Path, args, work: Path) -> dict:
 
     cfg = workflow_config()
     det = {**cfg["detect"], "weights": str(args.weights), "imgsz": args.imgsz, "conf": args.conf,
-           "batch": args.batch if args.batch == "auto" else int(args.batch), "device": args.device, "half": args.half,
+           "batch": args.batch if args.batch == "auto" else int(args.batch), "device": args.device, "precision": args.precision,
            "runtime": args.runtime, "threads": args.torch_threads or os.cpu_count(), "cache": work / "exports"}
     flt = {k: v for k, v in cfg["filter"].items() if k != "screening"}
     screening = REPO / cfg["filter"]["screening"]
     trk = {k: v for k, v in cfg["track"].items() if k != "previews"}
 
     t0 = time.perf_counter()  # set-up: model load, the first forward pass, imports, a tracker
-    dev = detect.select_device(args.device)
-    half = detect.use_half(args.half, dev)
-    batch = detect.auto_batch(det["batch"], dev)
+    dev = rt.select_device(args.device)
+    batch = rt.auto_batch(det["batch"], dev)
     first = next(media.iter_frames(mf.clip_file(manifest, mf.ok_clips(manifest)["clip_id"][0])))
     # the torch model (cached: detect.run reuses it) and the runtime's export of this frame shape
-    detect.Detector(str(args.weights), runtime=args.runtime, device=dev, imgsz=args.imgsz, conf=args.conf,
-                    batch=batch, half=half, cache=det["cache"])([first] * batch)
+    warm = detect.Detector(str(args.weights), runtime=args.runtime, precision=det["precision"], device=dev,
+                           imgsz=args.imgsz, conf=args.conf, batch=batch, cache=det["cache"])
+    warm([first] * batch)
     tracker.make(trk.get("tracker", "ultralytics"), trk.get("botsort"))
     import scenedetect  # noqa: F401
     threads = _torch_threads(args.torch_threads)
@@ -224,7 +223,7 @@ def worker_ours(manifest: Path, args, work: Path) -> dict:
     tracks = stage("track", lambda: track.run(manifest, p["detect"], p["filter"], p["motion"], p["track"],
                                               contact_sheet=work / "sheet.png", **trk),
                    frames=int(ok.loc[kept, "frames"].sum()))
-    return {"stages": stages, "setup_s": setup, "device": dev, "half": half, "batch": batch,
+    return {"stages": stages, "setup_s": setup, "device": dev, "precision": warm.precision, "batch": batch,
             "torch_threads": threads, "kept": len(kept), "boxes": stats["boxes"], "track_rows": len(tracks),
             "gpu_peak_mib": _gpu_peak_mib(dev)}
 
@@ -234,7 +233,7 @@ def worker_reference(manifest: Path, args, work: Path) -> dict:
     from scenedetect import ContentDetector, detect as scene_detect
     from ultralytics import YOLO
 
-    from microg4m import detect, motion
+    from microg4m import motion
     from microg4m.weights import resolve_weights
 
     tracker_cfg = REFERENCE_TRACKER
@@ -242,8 +241,8 @@ def worker_reference(manifest: Path, args, work: Path) -> dict:
         tracker_cfg = work / "botsort.yaml"
         tracker_cfg.write_text(REFERENCE_TRACKER_TEXT)
     t0 = time.perf_counter()
-    dev = detect.select_device(args.device)
-    half = detect.use_half(args.half, dev)
+    dev = rt.select_device(args.device)
+    half = dev.startswith("cuda")  # the reference recipe on a GPU: torch in half precision
     model = YOLO(resolve_weights(str(args.weights)))
     kw = dict(persist=True, tracker=str(tracker_cfg), classes=[0], imgsz=args.imgsz, conf=args.conf, device=dev,
               quantize=16 if half else None, verbose=False)
@@ -295,7 +294,7 @@ def worker_reference(manifest: Path, args, work: Path) -> dict:
             r = model.track(frame, **kw)[0]
             rows += len(r.boxes.data.cpu().numpy())
         add("track_boxes", t, frames)
-    return {"stages": stages, "setup_s": setup, "device": dev, "half": half, "batch": 1, "torch_threads": threads,
+    return {"stages": stages, "setup_s": setup, "device": dev, "precision": "fp16" if half else "fp32", "batch": 1, "torch_threads": threads,
             "kept": len(kept), "track_rows": rows, "gpu_peak_mib": _gpu_peak_mib(dev)}
 
 
@@ -333,7 +332,7 @@ def spawn(worker: str, extra: list[str], manifest: Path, args, work: Path) -> di
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", worker, "--manifest", str(manifest),
            "--workdir", str(work), "--result", str(result), "--weights", str(args.weights),
            "--imgsz", str(args.imgsz), "--conf", str(args.conf), "--batch", str(args.batch),
-           "--device", args.device, "--half", str(args.half), "--runtime", args.runtime, *extra]
+           "--device", args.device, "--precision", args.precision, "--runtime", args.runtime, *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"worker {worker} {extra} failed:\n{proc.stderr[-3000:]}")
@@ -358,7 +357,7 @@ def summarize(runs: dict[str, list[dict]], n_frames: int, args, clips: int) -> l
     rows = []
     for label, rs in runs.items():
         r0 = rs[0]
-        info = dict(kept=r0.get("kept", ""), device=r0.get("device", "cpu"), half=r0.get("half", ""),
+        info = dict(kept=r0.get("kept", ""), device=r0.get("device", "cpu"), precision=r0.get("precision", ""),
                     batch=r0.get("batch", ""), torch_threads=r0.get("torch_threads_after", ""),
                     setup_s=round(min(r["setup_s"] for r in rs), 2),
                     peak_rss_mib=max(r["peak_rss_mib"] for r in rs),
@@ -410,7 +409,8 @@ def main(argv=None) -> int:
                                                    "(auto: 4 on CPU, 64 on CUDA)")
     p.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:0, ...")
     p.add_argument("--runtime", default="auto", help="detect.runtime of ours and the inference floor (default auto)")
-    p.add_argument("--half", default="auto", help="half precision on CUDA (auto/true/false), for every method")
+    p.add_argument("--precision", default="default", help="detect.precision of microg4m's methods (default: "
+                   "fp32 on a CPU, fp16 on CUDA)")
     p.add_argument("--repeat", type=int, default=3, help="runs per method, interleaved (default 3)")
     p.add_argument("--skip-reference", action="store_true")
     p.add_argument("--diagnose", action="store_true", help="also: inference at batch 1 and 16, and inference and "
@@ -460,7 +460,7 @@ def main(argv=None) -> int:
     print()
     print_table(rows)
     r0 = runs["ours"][0]
-    print(f"device {r0['device']}, half {r0['half']}, batch {r0['batch']}, torch threads {r0['torch_threads_after']}, "
+    print(f"device {r0['device']}, precision {r0['precision']}, batch {r0['batch']}, torch threads {r0['torch_threads_after']}, "
           f"imgsz {args.imgsz}, {len(ok)} clips / {n_frames} frames; best of {args.repeat} interleaved repeats "
           f"(median also shown); 1-min load average {min(loads):.2f}-{max(loads):.2f} on {os.cpu_count()} CPUs")
     e2e = {r["method"]: r for r in rows if r["stage"] == "total"}

@@ -43,7 +43,9 @@ sys.path.insert(0, str(REPO))
 
 from microg4m import demo, footage, media  # noqa: E402
 
-ORACLE = REPO.parent / "shared" / "tools" / "reference-oracle"
+sys.path.insert(0, str(REPO / "bench"))
+from oracle import ORACLE, compare  # noqa: E402
+
 X264 = ["-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "18", "-pix_fmt", "yuv420p"]
 OPENCV_DATA = Path("/usr/share/doc/opencv-doc/examples/data")
 # extra sources: name -> ffmpeg input arguments (before the encoder)
@@ -76,7 +78,17 @@ def build_footage(folder: Path) -> None:
             media.run_ffmpeg([*args(), *X264, str(folder / f"{name}.mp4")], what=name)
 
 
-def run_ours(footage_dir: Path, work: Path, ffmpeg: str) -> Path:
+def deep_update(base: dict, extra: dict) -> dict:
+    """``base`` with ``extra``'s keys set, nested sections merged (as Snakemake merges --configfile)."""
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            deep_update(base[key], value)
+        else:
+            base[key] = value
+    return base
+
+
+def run_ours(footage_dir: Path, work: Path, ffmpeg: str, presets=()) -> Path:
     wd = work / "ours"
     if wd.exists():
         shutil.rmtree(wd)
@@ -88,42 +100,14 @@ def run_ours(footage_dir: Path, work: Path, ffmpeg: str) -> Path:
     cfg["ffmpeg"] = ffmpeg
     cfg["trim"]["preset"] = "medium"
     cfg["export"]["frames"] = False
+    for preset in presets:  # e.g. config/presets/fast.yaml
+        deep_update(cfg, yaml.safe_load(Path(preset).read_text()))
     (wd / "config" / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     env = dict(os.environ, YOLO_OFFLINE="1")
     env.setdefault("YOLO_CONFIG_DIR", str(wd / ".yolo"))
     subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(wd),
                     "--cores", "all", "--quiet", "rules"], check=True, env=env)
     return wd / "results"
-
-
-def concat(paths, out: Path, sep="\t", **kw) -> Path:
-    frames = [pd.read_csv(p, sep=sep, dtype=str, keep_default_na=False) for p in sorted(paths)]
-    df = pd.concat(frames, ignore_index=True)
-    for col, value in kw.items():
-        df = df[df[col] == value]
-    df.to_csv(out, index=False)
-    return out
-
-
-def compare(oracle: Path, res: Path, work: Path) -> dict:
-    t = work / "tables"
-    t.mkdir(exist_ok=True)
-    args = [
-        "--oracle", str(oracle),
-        "--trimmed", str(concat(res.glob("clips/*/manifest.tsv"), t / "trimmed.csv", status="ok")),
-        "--clip-col", "clip_id", "--frames-col", "frames",
-        "--kept", str(concat(res.glob("filter/*.tsv"), t / "kept.csv")), "--kept-col", "keep", "--kept-value", "1",
-        "--boxes", str(concat(res.glob("tracks/*.csv"), t / "boxes.csv", sep=",")),
-        "--keyframes", str(res / "export" / "boxes.csv"),
-        "--motion", str(concat(res.glob("motion/*.tsv"), t / "motion.csv")), "--motion-col", "level",
-        "--json", str(work / "compare.json"),
-    ]
-    py = os.environ.get("REF_VENV", "/tmp/reference-oracle/venv") + "/bin/python"
-    proc = subprocess.run([py, str(ORACLE / "compare.py"), *args], capture_output=True, text=True, check=True)
-    (work / "compare.txt").write_text(proc.stdout)
-    print(proc.stdout)
-    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("SUMMARY"))
-    return json.loads(line.split(" ", 1)[1])
 
 
 def person_share_check(oracle: Path, res: Path) -> dict:
@@ -175,6 +159,8 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=REPO / "bench" / "out" / "fidelity")
     ap.add_argument("--ffmpeg", default=shutil.which("ffmpeg"), help="the ffmpeg the reference uses (PATH)")
     ap.add_argument("--skip-oracle", action="store_true", help="reuse WORK/oracle from an earlier run")
+    ap.add_argument("--preset", action="append", default=[], type=Path,
+                    help="a config overlay for our run, e.g. config/presets/fast.yaml (repeatable)")
     a = ap.parse_args()
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -186,7 +172,7 @@ def main() -> int:
         if not os.environ.get("MICROG4M_MIRROR"):
             sys.exit("set MICROG4M_MIRROR to a bare git copy of lei-qi-233/MicroG-4M (see the oracle's README)")
         subprocess.run(["bash", str(ORACLE / "run_reference.sh"), str(footage_dir), str(oracle)], check=True)
-    res = run_ours(footage_dir, work, a.ffmpeg)
+    res = run_ours(footage_dir, work, a.ffmpeg, a.preset)
     summary = compare(oracle, res, work)
     summary.update(person_share_check(oracle, res))
     summary["filter_cmc_changes"] = filter_cmc_check(res)

