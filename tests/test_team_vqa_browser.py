@@ -103,7 +103,8 @@ def test_two_reviewers_edit_differently_and_the_adjudicator_merges(team):
             conn = project.connect()
             versions = vqa_review.read_clip(conn, "dancer_000").versions
             conn.close()
-            assert versions["alice"]["caption"] == ALICE_CAPTION and versions["bob"]["caption"] == BOB_CAPTION
+            assert versions["alice"]["caption"] == ALICE_CAPTION, versions
+            assert versions["bob"]["caption"] == BOB_CAPTION, versions
             assert NEW_PAIR in versions["bob"]["qa_pairs"] and NEW_PAIR not in versions["alice"]["qa_pairs"]
             assert not project.reviews.path.exists()  # they differ: nothing final yet
 
