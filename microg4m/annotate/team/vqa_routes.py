@@ -73,7 +73,7 @@ def install(app: Flask, project, ctx) -> None:
             if cid in clips and (v is not None or d is not None):
                 out[cid] = {"edited": v is not None, "reviewed": bool(v and v["reviewed"]),
                             "draft": d.get("status") if d else None}
-        return jsonify(file=f"{me}'s version (team database); final texts go to {project.reviews.path}",
+        return jsonify(file=f"the team database ({me}'s version); final texts go to {project.reviews.path}",
                        clips=out, rules=rules)
 
     @app.get("/api/vqa/<clip_id>")
