@@ -172,8 +172,8 @@ def serve(args: argparse.Namespace) -> None:
     from .serving import Server, run_until_signalled
 
     server = Server(app, args.host, args.port)  # waitress; SIGTERM or Ctrl-C stops it cleanly
-    print(f"microg4m annotate: http://{args.host}:{server.port}/  (Ctrl-C to stop)", flush=True)
-    run_until_signalled(server)
+    run_until_signalled(server, ready=lambda: print(
+        f"microg4m annotate: http://{args.host}:{server.port}/  (Ctrl-C to stop)", flush=True))
 
 
 def main(argv: list[str] | None = None) -> int:

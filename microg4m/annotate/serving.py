@@ -116,8 +116,11 @@ class Server:
                 "seconds": round(time.monotonic() - t0, 3)}
 
 
-def run_until_signalled(server: Server) -> dict:
-    """Run ``server`` in this (the main) thread until SIGTERM or SIGINT; returns :meth:`Server.run`'s."""
+def run_until_signalled(server: Server, ready=None) -> dict:
+    """Run ``server`` in this (the main) thread until SIGTERM or SIGINT; returns :meth:`Server.run`'s.
+
+    ``ready()`` runs once the signals are caught (print the address there: whoever reads
+    it may send a signal at once)."""
     def handler(signum, frame):
         server.stop()
 
@@ -127,6 +130,8 @@ def run_until_signalled(server: Server) -> dict:
             continue  # started with it ignored (a background job): keep ignoring it
         previous[sig] = signal.signal(sig, handler)
     try:
+        if ready is not None:
+            ready()
         return server.run()
     finally:
         for sig, old in previous.items():

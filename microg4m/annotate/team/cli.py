@@ -88,10 +88,10 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
               f"HTTPS or on localhost: put a TLS reverse proxy in front (docs/team.md)", file=sys.stderr)
     app = create_app(project, allowed_hosts(args.host, args.allowed_host), args.session_hours or s.session_hours)
     server = Server(app, args.host, args.port, server_settings)
-    print(f"microg4m team: http://{args.host}:{server.port}/  database {s.database}, "
-          f"{started['assigned']} clips newly assigned, {server_settings.threads} threads "
-          f"(Ctrl-C or SIGTERM to stop)", flush=True)
-    stop = run_until_signalled(server)
+    stop = run_until_signalled(server, ready=lambda: print(
+        f"microg4m team: http://{args.host}:{server.port}/  database {s.database}, "
+        f"{started['assigned']} clips newly assigned, {server_settings.threads} threads "
+        f"(Ctrl-C or SIGTERM to stop)", flush=True))
     done = project.finish()
     print(f"microg4m team: stopped cleanly: {stop['finished']} of {stop['in_flight']} requests in flight "
           f"finished ({stop['abandoned']} abandoned after {server_settings.shutdown_timeout:g} s), "
