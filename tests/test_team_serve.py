@@ -100,9 +100,10 @@ def test_sigterm_finishes_the_request_in_flight_then_stops_cleanly(workdir):
 
 
 def test_sigint_stops_it_unless_it_started_with_sigint_ignored(workdir):
-    # started normally (an interactive Ctrl-C)
+    # started in the foreground (an interactive Ctrl-C), even when pytest itself runs with SIGINT ignored
     proc = subprocess.Popen([sys.executable, "-m", "microg4m.annotate.team", "serve", "--port", "0"], cwd=workdir,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert "http://127.0.0.1:" in proc.stdout.readline()
     proc.send_signal(signal.SIGINT)
     assert wait_for_exit(proc, 30) == 0
