@@ -49,16 +49,18 @@ def make_project(tmp: Path, results: Path | None = None, annotators=("alice", "b
 
 @contextlib.contextmanager
 def serving(app):
-    from werkzeug.serving import make_server
+    """The app on the production server (waitress, serving.py) in a thread, stopped cleanly."""
+    from microg4m.annotate.serving import Server
 
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    server = Server(app, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
-        yield server.server_port
+        yield server.port
     finally:
-        server.shutdown()
-        thread.join()
+        server.stop()
+        thread.join(timeout=60)
+        assert not thread.is_alive(), "the server did not stop"
 
 
 class Client:

@@ -6,6 +6,11 @@ send a few hundred changes from 12 threads at once, in a bounded loop. Afterward
 acknowledged change is in the history with its values, the history replays to exactly
 the files the workflow reads (``microg4m team rebuild --check``), and after a SIGKILL no
 acknowledged change is missing.
+
+The server is the production one (waitress, microg4m/annotate/serving.py), started with
+SIGINT ignored, as a background job of a non-interactive shell is (nohup, many CI
+runners), and stopped with SIGTERM, as systemd or a container runtime stops it: a clean
+stop (exit 0) with the files in step.
 """
 
 from __future__ import annotations
@@ -92,20 +97,32 @@ def workdir(template, tmp_path) -> Path:
     return work
 
 
+def ignore_sigint() -> None:
+    """In the child before exec: SIGINT ignored, as a shell's background job has it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Server:
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, *args: str):
+        self.workdir = workdir
         self.log = open(workdir / "server.log", "a")
-        self.proc = subprocess.Popen([sys.executable, "-m", "microg4m.annotate.team", "serve", "--port", "0"],
-                                     cwd=workdir, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        self.proc = subprocess.Popen([sys.executable, "-m", "microg4m.annotate.team", "serve", "--port", "0", *args],
+                                     cwd=workdir, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     preexec_fn=ignore_sigint)
         line = self.proc.stdout.readline()
         m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
         assert m, (line, (workdir / "server.log").read_text())
         self.port = int(m.group(1))
 
-    def stop(self, sig=signal.SIGINT) -> None:
+    def stop(self, sig=signal.SIGTERM) -> str:
+        """Stop it (SIGTERM) and check that it stopped cleanly; returns its log."""
         self.proc.send_signal(sig)
         self.proc.wait(timeout=60)
         self.log.close()
+        log = (self.workdir / "server.log").read_text()
+        assert self.proc.returncode == 0, (self.proc.returncode, log)
+        assert "stopped cleanly" in log and "database closed, files in step" in log, log
+        return log
 
 
 def run_load(port: int, stop_after: int | None = None, kill=None) -> list[dict]:

@@ -24,7 +24,6 @@ from pathlib import Path
 
 from flask import Flask, Response, jsonify, render_template, request, send_file
 from werkzeug.exceptions import HTTPException
-from werkzeug.serving import make_server
 
 from .. import preview
 from ..export import MAX_ACTIONS
@@ -160,7 +159,7 @@ def _inside(path: Path, root: Path) -> Path:
 
 
 def serve(args: argparse.Namespace) -> None:
-    """Serve until interrupted (Ctrl-C)."""
+    """Serve until interrupted (Ctrl-C or SIGTERM; see serving.py)."""
     app = create_app(args.results, actions_path(args), args.screening, args.label_map, args.annotator,
                      hosts=allowed_hosts(args.host, args.allowed_host), vqa_reviews=args.vqa_reviews)
     try:
@@ -170,14 +169,11 @@ def serve(args: argparse.Namespace) -> None:
     if not loopback:
         print(f"warning: serving on {args.host}: anyone who can reach it can change the label files",
               file=sys.stderr)
-    server = make_server(args.host, args.port, app, threaded=True)
-    print(f"microg4m annotate: http://{args.host}:{server.server_port}/  (Ctrl-C to stop)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    from .serving import Server, run_until_signalled
+
+    server = Server(app, args.host, args.port)  # waitress; SIGTERM or Ctrl-C stops it cleanly
+    run_until_signalled(server, ready=lambda: print(
+        f"microg4m annotate: http://{args.host}:{server.port}/  (Ctrl-C to stop)", flush=True))
 
 
 def main(argv: list[str] | None = None) -> int:

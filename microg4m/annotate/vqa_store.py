@@ -35,13 +35,29 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
+class Drafts:
+    """Clip id -> draft record from results/vqa_drafts/*.json, re-read when a file changed."""
+
+    def __init__(self, results: Results):
+        self.results = results
+        self._lock = threading.Lock()
+        self._drafts: tuple[tuple, dict] = ((), {})
+
+    def __call__(self) -> dict[str, dict]:
+        files = sorted((self.results.root / "vqa_drafts").glob("*.json"))
+        stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files if p.is_file())
+        with self._lock:
+            if stamp != self._drafts[0]:
+                self._drafts = (stamp, read_drafts(files))
+            return self._drafts[1]
+
+
 class VQAStore:
     def __init__(self, results: Results, path: str | os.PathLike, annotator: str = ""):
         self.results = results
         self.path = Path(path)
         self.annotator = annotator or None
-        self._lock = threading.Lock()
-        self._drafts: tuple[tuple, dict] = ((), {})
+        self.drafts = Drafts(results)
         self.entries()  # a broken file stops the page at start, not at the first save
 
     # ------------------------------------------------------------ reading
@@ -53,15 +69,6 @@ class VQAStore:
 
     def entries(self) -> dict[str, dict]:
         return self._doc()["clips"]
-
-    def drafts(self) -> dict[str, dict]:
-        """Clip id -> draft record from results/vqa_drafts/*.json (re-read when a file changed)."""
-        files = sorted((self.results.root / "vqa_drafts").glob("*.json"))
-        stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files if p.is_file())
-        with self._lock:
-            if stamp != self._drafts[0]:
-                self._drafts = (stamp, read_drafts(files))
-            return self._drafts[1]
 
     def summary(self) -> dict[str, dict]:
         """Per clip on the page: whether a person saved it, reviewed it, and the draft's status."""

@@ -141,6 +141,7 @@ async function vqaClipOpened(id, same) {
   if (V.clip && V.clip !== id && V.dirty) await vqaSave(); // leaving a clip saves its edits
   const r = await api("GET", `/api/vqa/${encodeURIComponent(id)}`);
   if (!r || !S.clip || S.clip.clip_id !== id) return;
+  if (V.clip === id && V.dirty) return; // typed into while this was fetched: keep the edits
   V.clip = id; V.entry = r.entry; V.draft = r.draft;
   const kept = V.unsaved.get(id);
   if (kept) {

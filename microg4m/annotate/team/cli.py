@@ -66,11 +66,11 @@ def _backup(s: Settings, dest: str) -> dict:
 
 
 def serve(project, args: argparse.Namespace, s: Settings) -> None:
-    from werkzeug.serving import make_server
-
     from ..guard import allowed_hosts
+    from ..serving import Server, ServerSettings, run_until_signalled
     from .server import create_app
 
+    server_settings = ServerSettings(**{k: v for k, v in (s.server or {}).items() if v is not None}).check()
     conn = project.connect()
     try:
         started = project.start(conn)
@@ -85,17 +85,17 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
         loopback = args.host == "localhost"
     if not loopback:
         print(f"warning: serving plain HTTP on {args.host}; browsers keep the Secure login cookie only over "
-              f"HTTPS or on localhost: put a TLS reverse proxy in front (README, Team mode)", file=sys.stderr)
+              f"HTTPS or on localhost: put a TLS reverse proxy in front (docs/team.md)", file=sys.stderr)
     app = create_app(project, allowed_hosts(args.host, args.allowed_host), args.session_hours or s.session_hours)
-    server = make_server(args.host, args.port, app, threaded=True)
-    print(f"microg4m team: http://{args.host}:{server.server_port}/  database {s.database}, "
-          f"{started['assigned']} clips newly assigned (Ctrl-C to stop)", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    server = Server(app, args.host, args.port, server_settings)
+    stop = run_until_signalled(server, ready=lambda: print(
+        f"microg4m team: http://{args.host}:{server.port}/  database {s.database}, "
+        f"{started['assigned']} clips newly assigned, {server_settings.threads} threads "
+        f"(Ctrl-C or SIGTERM to stop)", flush=True))
+    done = project.finish()
+    print(f"microg4m team: stopped cleanly: {stop['finished']} of {stop['in_flight']} requests in flight "
+          f"finished ({stop['abandoned']} abandoned after {server_settings.shutdown_timeout:g} s), "
+          f"database closed, files in step ({len(done['written'])} rewritten)", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace, defaults: dict | None = None):
@@ -118,7 +118,8 @@ def run(args: argparse.Namespace, defaults: dict | None = None):
         if args.team_command == "status":
             fig = project.figures(conn)
             return {"summary": fig["summary"], "annotators": fig["annotators"][
-                ["annotator", "done", "excluded", "labels", "differing", "exclusion_differs"]].to_dict("records")}
+                ["annotator", "done", "excluded", "labels", "differing", "exclusion_differs"]].to_dict("records"),
+                "texts": project.text_figures(conn)["summary"]}
         if args.team_command == "report":
             return {"written": project.write_report(conn)}
         if args.team_command == "history":

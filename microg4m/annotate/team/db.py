@@ -15,12 +15,34 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 BUSY_MS = 30_000
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: the kinds of the captions and QA pairs (vqa_review.py)
 FINAL = "@final"  # the layer of the final labels (annotator names cannot contain '@')
 AUTO = "@auto"  # who: the server, when all annotators of a clip agree
 IMPORT = "@import"  # who: labels found in the workflow's files when team mode started
 
-SCHEMA = """
+CHANGES = """
+-- The history: one row per change of one value, never updated or deleted.
+CREATE TABLE IF NOT EXISTS changes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,                  -- UTC, ISO 8601 with microseconds
+    who TEXT NOT NULL,                 -- a user, @auto or @import
+    layer TEXT NOT NULL,               -- an annotator's name, or @final
+    kind TEXT NOT NULL CHECK (kind IN ('actions', 'exclusion', 'note', 'resolved',
+                                       'text', 'text_note', 'text_resolved')),
+    clip_id TEXT NOT NULL,
+    clip_type TEXT NOT NULL,
+    person_id INTEGER NOT NULL,        -- 0 for the values of a whole clip
+    before TEXT,                       -- JSON, NULL = no value
+    after TEXT                         -- JSON, NULL = no value
+);
+CREATE INDEX IF NOT EXISTS changes_clip ON changes (layer, clip_id, seq);
+CREATE TRIGGER IF NOT EXISTS changes_append_only_u BEFORE UPDATE ON changes
+    BEGIN SELECT RAISE(ABORT, 'the history is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS changes_append_only_d BEFORE DELETE ON changes
+    BEGIN SELECT RAISE(ABORT, 'the history is append-only'); END;
+"""
+
+SCHEMA = CHANGES + """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS users (
     name TEXT PRIMARY KEY,
@@ -42,24 +64,6 @@ CREATE TABLE IF NOT EXISTS assignments (
     at TEXT NOT NULL,
     PRIMARY KEY (clip_id, annotator)
 );
--- The history: one row per change of one value, never updated or deleted.
-CREATE TABLE IF NOT EXISTS changes (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    at TEXT NOT NULL,                  -- UTC, ISO 8601 with microseconds
-    who TEXT NOT NULL,                 -- a user, @auto or @import
-    layer TEXT NOT NULL,               -- an annotator's name, or @final
-    kind TEXT NOT NULL CHECK (kind IN ('actions', 'exclusion', 'note', 'resolved')),
-    clip_id TEXT NOT NULL,
-    clip_type TEXT NOT NULL,
-    person_id INTEGER NOT NULL,        -- 0 for the values of a whole clip
-    before TEXT,                       -- JSON, NULL = no value
-    after TEXT                         -- JSON, NULL = no value
-);
-CREATE INDEX IF NOT EXISTS changes_clip ON changes (layer, clip_id, seq);
-CREATE TRIGGER IF NOT EXISTS changes_append_only_u BEFORE UPDATE ON changes
-    BEGIN SELECT RAISE(ABORT, 'the history is append-only'); END;
-CREATE TRIGGER IF NOT EXISTS changes_append_only_d BEFORE DELETE ON changes
-    BEGIN SELECT RAISE(ABORT, 'the history is append-only'); END;
 -- The latest value of every key: what replaying the history gives (kept in the same
 -- transaction as the change, so that reads need no replay).
 CREATE TABLE IF NOT EXISTS current (
@@ -105,6 +109,8 @@ def connect(path: str | os.PathLike, create: bool = True, setup: bool = True) ->
                 got = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
                 if got is None:
                     conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                elif got[0] == "1":
+                    _migrate_1_to_2(conn)
                 elif got[0] != SCHEMA_VERSION:
                     raise ValueError(f"{path}: team database schema {got[0]}, this microg4m reads "
                                      f"{SCHEMA_VERSION}")
@@ -115,6 +121,24 @@ def connect(path: str | os.PathLike, create: bool = True, setup: bool = True) ->
         conn.close()
         raise
     return conn
+
+
+def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
+    """Schema 1 -> 2 (in the caller's transaction): the history table again with the new
+    kinds in its CHECK (SQLite cannot change a CHECK in place); every row is kept as it was."""
+    conn.execute("DROP TRIGGER changes_append_only_u")
+    conn.execute("DROP TRIGGER changes_append_only_d")
+    conn.execute("ALTER TABLE changes RENAME TO changes_v1")
+    conn.execute("DROP INDEX IF EXISTS changes_clip")
+    statement = ""
+    for line in CHANGES.splitlines(keepends=True):  # executescript would commit the transaction
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""
+    conn.execute("INSERT INTO changes SELECT * FROM changes_v1")
+    conn.execute("DROP TABLE changes_v1")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
 
 
 @contextlib.contextmanager

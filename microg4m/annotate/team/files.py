@@ -97,16 +97,24 @@ class FinalFiles:
         with folder_lock(self.actions):
             texts = render(snap if snap is not None else Snapshot.read(conn, FINAL))
             for path, text in zip(self.paths(), texts):
-                data = text.encode("utf-8")
-                on_disk = path.read_bytes() if path.is_file() else None
-                key = f"written:{path.resolve()}"
-                if on_disk == data:
-                    continue
-                if on_disk is not None and _digest(on_disk) != get_meta(conn, key):
-                    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-                    os.replace(path, path.with_name(f"{path.name}.{stamp}.bak"))
-                write_text(path, text)
-                with transaction(conn):
-                    set_meta(conn, key, _digest(data))
-                written.append(path)
+                if write_tracked(conn, path, text):
+                    written.append(path)
         return written
+
+
+def write_tracked(conn: sqlite3.Connection, path: Path, text: str) -> bool:
+    """Write ``path`` atomically if it differs from ``text`` (the caller holds its folder
+    lock); a file that is not what team mode wrote last is first moved aside to
+    ``NAME.<UTC time>.bak``. Returns whether it wrote."""
+    data = text.encode("utf-8")
+    on_disk = path.read_bytes() if path.is_file() else None
+    key = f"written:{path.resolve()}"
+    if on_disk == data:
+        return False
+    if on_disk is not None and _digest(on_disk) != get_meta(conn, key):
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        os.replace(path, path.with_name(f"{path.name}.{stamp}.bak"))
+    write_text(path, text)
+    with transaction(conn):
+        set_meta(conn, key, _digest(data))
+    return True

@@ -3,8 +3,9 @@
 A *key* is ``(layer, kind, clip, person)``: the layer is an annotator's name or
 ``@final``; the kinds are ``actions`` (a person's action ids, a JSON list),
 ``exclusion`` (the clip is excluded; the value is the reason), ``note`` (the
-adjudicator's note on the clip) and ``resolved`` (who adjudicated the clip); clip-level
-kinds use person 0. No value (an empty list, an included clip) is stored as NULL.
+adjudicator's note on the clip) and ``resolved`` (who adjudicated the clip), and for the
+captions and QA pairs ``text``, ``text_note`` and ``text_resolved`` (vqa_review.py);
+clip-level kinds use person 0. No value (an empty list, an included clip) is stored as NULL.
 
 :func:`put` appends one row (who, when, key, before, after) and updates ``current`` in
 the caller's transaction; :func:`replay` rebuilds every latest value from the history
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from .db import now
 
-KINDS = ("actions", "exclusion", "note", "resolved")
+KINDS = ("actions", "exclusion", "note", "resolved", "text", "text_note", "text_resolved")  # text*: vqa_review.py
 Key = tuple  # (layer, kind, clip_id, person_id)
 
 

@@ -27,6 +27,8 @@ class Settings:
     report_dir: str
     per_clip: int
     session_hours: float
+    vqa_reviews: str | None = None  # config vqa.reviews (None: vqa_reviews.json beside the actions)
+    server: dict | None = None  # config team.server (threads, timeouts); None: the defaults
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -54,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="host name the proxy forwards (its server_name); other Host headers are refused")
     p.add_argument("--session-hours", type=float, default=None, help="login lifetime (config: team.session_hours)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="requests answered at once (config: team.server.threads)")
 
     p = sub.add_parser("user", help="manage accounts: add, passwd, disable, enable, list")
     _common(p)
@@ -113,7 +117,10 @@ def settings(args: argparse.Namespace, defaults: dict) -> Settings:
                  actions=pick("actions", "export.actions"), screening=pick("screening", "filter.screening"),
                  label_map=pick("label_map", "export.label_map"), report_dir=pick("report_dir", "team.report_dir"),
                  per_clip=pick("per_clip", "team.annotators_per_clip"),
-                 session_hours=pick("session_hours", "team.session_hours"))
+                 session_hours=pick("session_hours", "team.session_hours"),
+                 vqa_reviews=pick("vqa_reviews", "vqa.reviews"),
+                 server={k: pick(k, f"team.server.{k}")
+                         for k in ("threads", "connection_limit", "channel_timeout", "shutdown_timeout")})
     if isinstance(s.per_clip, bool) or not isinstance(s.per_clip, int) or s.per_clip < 1:
         raise ValueError(f"team.annotators_per_clip = {s.per_clip!r}: expected an integer >= 1")
     if isinstance(s.session_hours, bool) or not isinstance(s.session_hours, (int, float)) or s.session_hours <= 0:

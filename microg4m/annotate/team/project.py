@@ -1,7 +1,8 @@
 """A team project: settings, the results folder, the label map, the database and the files.
 
-What the server and the command line both do: assign clips, settle clips, write the
-workflow's files, rebuild them from the history, and the agreement report.
+What the server and the command line both do: assign clips, settle clips (their labels
+and their texts), write the workflow's files, rebuild them from the history, and the
+agreement reports.
 """
 
 from __future__ import annotations
@@ -11,11 +12,13 @@ from pathlib import Path
 
 from ...labels import read_label_map
 from ..results import Results
-from . import accounts, assign, history, report
+from ..vqa_store import Drafts
+from . import accounts, assign, history, report, text_agreement, vqa_review
 from .db import FINAL, connect, transaction
 from .decisions import Snapshot, settle
 from .files import FinalFiles, render
 from .options import Settings
+from .vqa_files import ReviewsFile
 
 
 class Project:
@@ -25,6 +28,9 @@ class Project:
         self.label_ids = set(int(i) for i in self.label_map["id"])
         self.results = Results(settings.results)
         self.files = FinalFiles(settings.actions, settings.screening)
+        # the captions and QA pairs: the reviews file the workflow reads, the model's drafts
+        self.reviews = ReviewsFile(settings.vqa_reviews or Path(settings.actions).parent / "vqa_reviews.json")
+        self.drafts = Drafts(self.results)
         self.db_path = Path(settings.database)
         connect(self.db_path, create=create).close()  # creates the tables; a bad file fails here
 
@@ -48,21 +54,38 @@ class Project:
     def settle(self, conn: sqlite3.Connection, clip_ids: list[str] | None = None) -> int:
         """Re-apply the agreement rule to clips (default: every assigned clip); writes the files."""
         assigned = self.assigned(conn)
-        n = 0
+        n = texts = 0
         with transaction(conn):
             for c in sorted(assigned if clip_ids is None else set(clip_ids) & set(assigned)):
-                n += len(settle(conn, self.results.clip(c), self.results.persons(c), assigned[c]))
+                clip = self.results.clip(c)
+                n += len(settle(conn, clip, self.results.persons(c), assigned[c]))
+                texts += len(vqa_review.settle(conn, clip, assigned[c]))
         if n:
             self.files.sync(conn)
-        return n
+        if texts:
+            self.reviews.sync(conn)
+        return n + texts
 
     def start(self, conn: sqlite3.Connection) -> dict:
         """What serve does first: take in existing labels, assign, settle, write the files."""
         imported = self.files.import_once(conn, self.results, self.label_ids)
+        imported_texts = self.reviews.import_once(conn, self.results)
         new = self.assign(conn)
         settled = self.settle(conn)
-        written = self.files.sync(conn)
-        return {"imported": imported, "assigned": len(new), "settled": settled, "written": [str(p) for p in written]}
+        written = self.files.sync(conn) + self.reviews.sync(conn)
+        return {"imported": imported, "imported_texts": imported_texts, "assigned": len(new), "settled": settled,
+                "written": [str(p) for p in written]}
+
+    def finish(self) -> dict:
+        """What a clean stop does last: the files in step with the database, the WAL merged
+        into the database file, the connection closed."""
+        conn = self.connect()
+        try:
+            written = self.files.sync(conn) + self.reviews.sync(conn)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+        return {"written": [str(p) for p in written]}
 
     # ------------------------------------------------------------ history and files
     def rebuild(self, conn: sqlite3.Connection, check: bool = False) -> dict:
@@ -70,7 +93,7 @@ class Project:
         replayed = history.replay(conn)
         stored = history.current(conn)
         if replayed != stored:
-            diff = sorted(set(replayed.items()) ^ set(stored.items()), key=str)[:5]
+            diff = sorted({repr(kv) for kv in replayed.items()} ^ {repr(kv) for kv in stored.items()})[:5]
             raise history.HistoryError(f"{self.db_path}: the current values are not what the history gives "
                                        f"(first differences: {diff})")
         snap = Snapshot.of({k: v for k, v in replayed.items() if k[0] == FINAL})
@@ -79,8 +102,11 @@ class Project:
         for path, text in zip(self.files.paths(), texts):
             if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
                 out["differ"].append(str(path))
+        finals = vqa_review.of({k: v for k, v in replayed.items() if k[0] == FINAL})
+        if self.reviews.differs(finals):
+            out["differ"].append(str(self.reviews.path))
         if not check:
-            out["written"] = [str(p) for p in self.files.sync(conn, snap)]
+            out["written"] = [str(p) for p in self.files.sync(conn, snap) + self.reviews.sync(conn, finals)]
             out["report"] = self.write_report(conn)
         return out
 
@@ -89,5 +115,10 @@ class Project:
         return report.figures(Snapshot.read(conn), self.assigned(conn), self.results.persons,
                               accounts.annotators(conn), self.label_map, Path(self.settings.report_dir))
 
+    def text_figures(self, conn: sqlite3.Connection) -> dict:
+        return text_agreement.figures(vqa_review.read(conn), self.assigned(conn), self.drafts(),
+                                      accounts.annotators(conn))
+
     def write_report(self, conn: sqlite3.Connection) -> list[str]:
-        return report.write(self.figures(conn), self.settings.report_dir)
+        return (report.write(self.figures(conn), self.settings.report_dir)
+                + text_agreement.write(self.text_figures(conn), self.settings.report_dir))

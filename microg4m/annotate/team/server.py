@@ -15,7 +15,8 @@ An ``annotator`` parameter (query or body) may name the owner of the labels; any
 but one's own is refused. Adjudicators get ``/adjudicate``: ``GET /api/adjudication``
 (clips with status, agreement figures), ``GET /api/adjudication/<clip>``, ``GET
 /api/history/<clip>``, ``POST /api/final`` (``{clip_id, excluded, reason, actions:
-{person: [ids]}, note}``) and ``POST /api/report``. Every write answers after its transaction is committed (synced), with
+{person: [ids]}, note}``) and ``POST /api/report``. The captions and QA pairs (the
+editors of single-user mode, ``/adjudicate/captions``) are in vqa_routes.py. Every write answers after its transaction is committed (synced), with
 the history seqs it appended (``seq``).
 """
 
@@ -25,6 +26,7 @@ import functools
 import secrets
 import sqlite3
 from pathlib import Path
+from types import SimpleNamespace
 
 from flask import Flask, Response, g, jsonify, redirect, render_template, request, send_file
 from werkzeug.exceptions import HTTPException
@@ -36,6 +38,7 @@ from ..errors import Refused
 from ..frames import FrameCache
 from ..guard import install as install_guard
 from . import accounts, assign, decisions, history, report
+from . import vqa_routes
 from .db import FINAL, transaction
 from .decisions import Snapshot, check_action, check_person, check_reason
 from .project import Project
@@ -388,4 +391,5 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
         c = res.clip(clip_id)
         return jsonify(clip_id=c.clip_id, rows=history.rows(conn(), clip_id=c.clip_id))
 
+    vqa_routes.install(app, project, SimpleNamespace(conn=conn, role=role, body=body, owner=owner, my_clip=my_clip))
     return app
