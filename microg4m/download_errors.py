@@ -1,0 +1,128 @@
+"""Why a download failed, as a reason class with advice (the ledger's ``reason_class``).
+
+yt-dlp's messages say what YouTube or the network said; the class says what to do about
+it. A class is found from the exception yt-dlp raised (GeoRestrictedError, an HTTP status,
+a transport error) and else from its message; the order of ``CLASSES`` matters where
+messages overlap (YouTube's age check also says "Sign in", its rate limit "isn't
+available"). The tests use yt-dlp's own exceptions and messages (tests/test_download_errors.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DOCS = "docs/downloading.md"
+
+
+@dataclass(frozen=True)
+class ReasonClass:
+    name: str
+    advice: str
+    retry: bool  # whether another attempt within the job can help
+    patterns: tuple[str, ...] = ()
+
+
+CLASSES = (
+    ReasonClass("not_a_video", "the file is not a video ffmpeg can read (empty, truncated, audio only ...): replace "
+                "the file", False, (r"^not a video",)),
+    ReasonClass("missing_file", "the local file is not there: put it at the path of the sources table (films: "
+                "see README, \"The released MicroG-4M source list\") or fix the path", False,
+                (r"^local file .* does not exist", r"no such file or directory")),
+    ReasonClass("rate_limited", "YouTube or the server is rate-limiting this machine (HTTP 429): back off for up to "
+                "an hour, then re-run with download.sleep_requests (e.g. 1.5), download.sleep_interval (e.g. 5) "
+                "and fewer download jobs at once; cookies of a signed-in session help too", False,
+                (r"http error 429", r"too many requests", r"rate.?limit", r"try again later")),
+    ReasonClass("age_restricted", "age-restricted: give cookies of a YouTube account that has confirmed its age "
+                "(download.cookies or download.cookies_from_browser)", False,
+                (r"confirm your age", r"age.?restricted", r"inappropriate for some users", r"age.?verification",
+                 r"age.?gate")),
+    ReasonClass("geo_blocked", "blocked in this machine's country: set download.proxy to a proxy in a country where "
+                "the video is available", False,
+                (r"in your country", r"from your location", r"geo.?restrict", r"geo.?block")),
+    ReasonClass("private", "private or for members only: only an account with access can fetch it (its cookies in "
+                "download.cookies); otherwise drop the source", False,
+                (r"private video", r"video is private", r"members.?only", r"join this channel")),
+    ReasonClass("bot_check", "YouTube wants a signed-in session or a proof of origin: set download.cookies (a "
+                "cookies.txt of a browser signed in to YouTube) or download.cookies_from_browser; a PO-token "
+                f"provider (download.po_token_provider) may help; see {DOCS}", False,
+                (r"not a bot", r"sign in", r"log ?in", r"captcha", r"ip is likely being blocked",
+                 r"use --cookies", r"http error 403", r"forbidden", r"po token")),
+    ReasonClass("format_unavailable", "no format matches download.format: list them with `yt-dlp -F URL`; on YouTube "
+                "a missing JS runtime or EJS (see versions.tsv) or a missing PO token also hides formats", False,
+                (r"requested format is not available", r"no video formats", r"no formats", r"challenge solving failed",
+                 r"signature solving failed", r"format.+not available")),
+    ReasonClass("unavailable", "the video is gone (removed, terminated, never existed): drop it from the sources "
+                "table or find another copy", False,
+                (r"unavailable", r"has been removed", r"no longer available", r"been terminated", r"does not exist",
+                 r"http error 404", r"http error 410", r"not found", r"copyright", r"unsupported url", r"is not a valid url",
+                 r"isn't available", r"is not available")),
+    ReasonClass("network", "a network failure: check the connection and download.proxy; the job retried with "
+                "backoff (download.retries), so re-run later", True,
+                (r"connection refused", r"timed out", r"timeout", r"name or service not known",
+                 r"temporary failure in name resolution", r"network is unreachable", r"no route to host",
+                 r"connection reset", r"connection aborted", r"remote end closed", r"incompleteread",
+                 r"incomplete read", r"ssl", r"certificate", r"http error 5\d\d", r"unable to connect",
+                 r"failed to resolve", r"getaddrinfo", r"unable to download")),
+    ReasonClass("setup", "a setting or tool of this machine is wrong (see the reason): fix the config or install "
+                "what it names", False, (r"impersonate target", r"cookies file", r"ffmpeg", r"cookie database",
+                                         r"could not find .* cookies")),
+)
+OTHER = ReasonClass("other", "not recognised: read the reason; re-run with `microg4m download -v` to see yt-dlp's "
+                    "full output", True)
+BY_NAME = {c.name: c for c in (*CLASSES, OTHER)}
+
+
+def _http_status(exc) -> int | None:
+    status = getattr(exc, "status", None)
+    if isinstance(status, int):
+        return status
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, int) else None
+
+
+def _causes(exc):
+    """The exception and what it wraps (DownloadError.exc_info, ExtractorError.cause/exc_info)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        info = getattr(exc, "exc_info", None)
+        nxt = info[1] if isinstance(info, tuple) and len(info) > 1 else None
+        exc = nxt or getattr(exc, "cause", None) or exc.__cause__ or exc.__context__
+
+
+def _from_exception(exc) -> ReasonClass | None:
+    from yt_dlp.networking.exceptions import HTTPError, TransportError
+    from yt_dlp.utils import GeoRestrictedError
+
+    for e in _causes(exc):
+        if isinstance(e, GeoRestrictedError):
+            return BY_NAME["geo_blocked"]
+        if isinstance(e, HTTPError) or (type(e).__name__ == "HTTPError" and _http_status(e)):
+            status = _http_status(e)
+            if status == 429:
+                return BY_NAME["rate_limited"]
+            if status in (404, 410):
+                return BY_NAME["unavailable"]
+            if status == 403:
+                return BY_NAME["bot_check"]
+            if status and status >= 500:
+                return BY_NAME["network"]
+        if isinstance(e, TransportError):
+            return BY_NAME["network"]
+    return None
+
+
+def classify(reason: str | None, exc: BaseException | None = None) -> ReasonClass:
+    """The reason class of a failure: from yt-dlp's exception when it tells, else its message."""
+    if exc is not None:
+        found = _from_exception(exc)
+        if found is not None:
+            return found
+    text = (reason or "").lower().replace("\u2019", "'")
+    text = re.sub(r"^(error: )?\[[^\]]+\] [^:\s]+: ", "", text)  # yt-dlp's "[youtube] <id>: " prefix
+    for cls in CLASSES:
+        if any(re.search(p, text) for p in cls.patterns):
+            return cls
+    return OTHER
