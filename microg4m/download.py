@@ -134,6 +134,27 @@ def ydl_options(out_template: str, *, fmt, cookies=None, sleep_requests=0, sleep
     return opts
 
 
+class YtdlpLog:
+    """yt-dlp's logger: its warnings go to the job's log and are kept, because a failure's
+    cause may be in them only (YouTube's API answering HTTP 429 ends in "Failed to extract
+    any player response")."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def debug(self, msg) -> None:
+        pass
+
+    info = debug
+
+    def warning(self, msg) -> None:
+        self.warnings.append(str(msg))
+        log.info("yt-dlp warned: %s", msg)
+
+    def error(self, msg) -> None:
+        log.debug("yt-dlp: %s", msg)
+
+
 def _info_fields(info: dict | None) -> dict:
     info = info or {}
     return {
@@ -233,7 +254,8 @@ def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backo
     for attempt in range(1, max(1, int(retries)) + 1):
         record["attempts"] = attempt
         try:
-            opts = ydl_options(str(staging / f"{source_id}.%(ext)s"), fmt=format, **options)
+            ylog = YtdlpLog()
+            opts = ydl_options(str(staging / f"{source_id}.%(ext)s"), fmt=format, **options) | {"logger": ylog}
             with yt_dlp.YoutubeDL(opts) as ydl:
                 info = ydl.extract_info(ydl_url, download=True)
             record.update(_info_fields(info), reason_class=None, advice=None)  # an earlier attempt's class
@@ -244,7 +266,7 @@ def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backo
             return staged
         except Exception as exc:  # yt-dlp raises DownloadError and friends
             reason = _clean(str(exc)).removeprefix("ERROR: ").strip() or type(exc).__name__
-            cls = download_errors.classify(reason, exc)
+            cls, reason = download_errors.classify_attempt(reason, exc, ylog.warnings)
             record.update(reason=reason, reason_class=cls.name, advice=cls.advice)
             log.warning("%s: attempt %d failed (%s): %s", source_id, attempt, cls.name, reason)
             if not cls.retry or attempt == retries:

@@ -92,6 +92,19 @@ def _causes(exc):
         exc = nxt or getattr(exc, "cause", None) or exc.__cause__ or exc.__context__
 
 
+def _status_class(status: int | None) -> ReasonClass | None:
+    """The class of an HTTP status, where the status alone tells."""
+    if status == 429:
+        return BY_NAME["rate_limited"]
+    if status in (404, 410):
+        return BY_NAME["unavailable"]
+    if status == 403:
+        return BY_NAME["bot_check"]
+    if status and status >= 500:
+        return BY_NAME["network"]
+    return None
+
+
 def _from_exception(exc) -> ReasonClass | None:
     from yt_dlp.networking.exceptions import HTTPError, TransportError
     from yt_dlp.utils import GeoRestrictedError
@@ -100,18 +113,31 @@ def _from_exception(exc) -> ReasonClass | None:
         if isinstance(e, GeoRestrictedError):
             return BY_NAME["geo_blocked"]
         if isinstance(e, HTTPError) or (type(e).__name__ == "HTTPError" and _http_status(e)):
-            status = _http_status(e)
-            if status == 429:
-                return BY_NAME["rate_limited"]
-            if status in (404, 410):
-                return BY_NAME["unavailable"]
-            if status == 403:
-                return BY_NAME["bot_check"]
-            if status and status >= 500:
-                return BY_NAME["network"]
+            found = _status_class(_http_status(e))
+            if found is not None:
+                return found
         if isinstance(e, TransportError):
             return BY_NAME["network"]
     return None
+
+
+_HTTP_WARNING = re.compile(r"HTTP Error (\d{3})[^()]*")
+
+
+def classify_attempt(reason: str, exc: BaseException | None, warnings: list[str]) -> tuple[ReasonClass, str]:
+    """The class of a failed attempt and its reason; when the error itself tells nothing
+    (yt-dlp's "Failed to extract any player response"), the last HTTP error yt-dlp warned
+    of decides, and is added to the reason."""
+    cls = classify(reason, exc)
+    if cls is not OTHER:
+        return cls, reason
+    for warning in reversed(warnings):
+        m = _HTTP_WARNING.search(warning)
+        if m:
+            found = classify(m.group(0).strip())
+            if found is not OTHER:
+                return found, f"{reason} (yt-dlp warned: {m.group(0).strip()})"
+    return cls, reason
 
 
 def classify(reason: str | None, exc: BaseException | None = None) -> ReasonClass:
@@ -122,6 +148,10 @@ def classify(reason: str | None, exc: BaseException | None = None) -> ReasonClas
             return found
     text = (reason or "").lower().replace("\u2019", "'")
     text = re.sub(r"^(error: )?\[[^\]]+\] [^:\s]+: ", "", text)  # yt-dlp's "[youtube] <id>: " prefix
+    status = re.search(r"http error (\d{3})", text)
+    found = _status_class(int(status.group(1))) if status else None
+    if found is not None and not text.startswith(("not a video", "local file")):
+        return found
     for cls in CLASSES:
         if any(re.search(p, text) for p in cls.patterns):
             return cls

@@ -59,16 +59,18 @@ def _check_local(src, url, local: Path, sha_then) -> dict:
 def _check_url(src, url, ydl_url, fmt, sha_then, *, hash: bool, settings: dict) -> dict:
     import yt_dlp
 
-    from .download import DEFAULT_FORMAT, ydl_options
+    from .download import DEFAULT_FORMAT, YtdlpLog, ydl_options
 
     with tempfile.TemporaryDirectory(prefix=f"verify-{src}-") as tmp:
-        opts = ydl_options(str(Path(tmp) / f"{src}.%(ext)s"), fmt=fmt or DEFAULT_FORMAT, **settings)
+        ylog = YtdlpLog()
+        opts = ydl_options(str(Path(tmp) / f"{src}.%(ext)s"), fmt=fmt or DEFAULT_FORMAT, **settings) | {"logger": ylog}
         try:
             with yt_dlp.YoutubeDL(opts) as ydl:
                 info = ydl.extract_info(ydl_url, download=hash)
         except Exception as exc:  # yt-dlp's DownloadError and friends
             reason = str(exc).removeprefix("ERROR: ").strip() or type(exc).__name__
-            return _row(src, url, "unavailable", sha_then, cls=download_errors.classify(reason, exc), reason=reason)
+            cls, reason = download_errors.classify_attempt(reason, exc, ylog.warnings)
+            return _row(src, url, "unavailable", sha_then, cls=cls, reason=reason)
         if not hash:
             return _row(src, url, "available", sha_then, reason=f"format {info.get('format_id')}")
         files = [p for p in Path(tmp).iterdir() if p.is_file() and not p.name.endswith((".part", ".ytdl"))]

@@ -11,6 +11,7 @@ client, impersonation) are translated here too; see docs/downloading.md.
 from __future__ import annotations
 
 import logging
+import optparse
 import os
 from importlib import metadata
 
@@ -104,15 +105,16 @@ def impersonate_problem(target: str) -> str | None:
             "(install curl-cffi: pip install -e '.[youtube]'), or set download.impersonate: null")
 
 
-def cookies_from_browser(spec: str) -> tuple:
+def browser_cookies(spec: str) -> tuple:
     """``BROWSER[+KEYRING][:PROFILE][::CONTAINER]`` as yt-dlp's own command line parses it."""
     import yt_dlp
 
     try:
         parsed = yt_dlp.parse_options(["--ignore-config", "--cookies-from-browser", str(spec)])
-    except SystemExit as exc:  # yt-dlp's parser reports a bad value and exits
-        raise ValueError(f"download.cookies_from_browser {spec!r}: not a browser yt-dlp can read "
-                         "(e.g. firefox, chrome, chrome:Profile 1)") from exc
+    except (optparse.OptParseError, SystemExit) as exc:  # yt-dlp's parser names the problem
+        said = str(exc).strip().splitlines()[-1].split("error: ", 1)[-1] if str(exc).strip() else ""
+        raise ValueError(f"download.cookies_from_browser {spec!r}: {said or 'not a browser yt-dlp can read'} "
+                         "(e.g. firefox, chrome, chrome:Profile 1)") from None
     return parsed.ydl_opts["cookiesfrombrowser"]
 
 
@@ -123,7 +125,7 @@ def options(*, cookies=None, cookies_from_browser=None, player_client=None, po_t
     if cookies:
         opts["cookiefile"] = str(cookies)
     if cookies_from_browser:
-        opts["cookiesfrombrowser"] = cookies_from_browser(cookies_from_browser)
+        opts["cookiesfrombrowser"] = browser_cookies(cookies_from_browser)
     args = {site: {k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in values.items()}
             for site, values in (extractor_args or {}).items()}
     if player_client:

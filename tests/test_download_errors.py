@@ -8,6 +8,10 @@ send, the messages users reported (linked). yt-dlp wraps each in its DownloadErr
 exactly as a download sees it. "Requested format is not available" comes from yt-dlp's
 real format selection.
 
+YouTube part: yt-dlp's own YouTube extractor, unchanged, against a fake YouTube on
+127.0.0.1 (tests/fake_youtube.py) that answers with YouTube's playability status for
+each case, or refuses the player API with HTTP 429/403/503.
+
 Loopback part: real downloads through download.fetch from a real HTTP server on
 127.0.0.1 (HTTP 429, 403, 404, 503, a closed port, a server that never answers): the
 network classes, the record's fields and which classes are retried.
@@ -25,6 +29,7 @@ from yt_dlp.extractor.youtube import YoutubeIE
 from yt_dlp.extractor.youtube import _video as youtube_source
 from yt_dlp.utils import DownloadError, remove_end
 
+import fake_youtube
 from conftest import ffmpeg, get_footage
 from loopback import closed_port, serve
 from microg4m import download, download_errors
@@ -151,6 +156,7 @@ def test_http_statuses_through_the_download_stage(server, tmp_path, path, expect
     assert rec["status"] == "failed", rec
     assert f"HTTP Error {path.rsplit('/', 1)[1]}" in rec["reason"]
     assert rec["reason_class"] == expected and rec["advice"] == download_errors.BY_NAME[expected].advice
+    assert download_errors.classify(rec["reason"]).name == expected  # from the recorded message alone too
     assert rec["attempts"] == (2 if retried else 1)
 
 
@@ -185,3 +191,58 @@ def test_local_failures_are_classed(tmp_path):
     assert rec["status"] == "failed" and rec["reason_class"] == "not_a_video"
     rec = download.fetch("gone", str(tmp_path / "gone.mp4"), "m", tmp_path / "d")
     assert rec["reason_class"] == "missing_file"
+
+
+# ---------------------------------------------------------------- yt-dlp's YouTube extractor, unchanged
+
+
+@pytest.fixture(scope="module")
+def youtube(tmp_path_factory):
+    """A fake YouTube on 127.0.0.1 (tests/fake_youtube.py) that yt-dlp reaches through its proxy option."""
+    if not fake_youtube.available():
+        pytest.skip("needs the openssl command (for the fake YouTube's certificate): apt-get install openssl")
+    with fake_youtube.serve(tmp_path_factory.mktemp("fake_youtube")) as server:
+        yield server
+
+
+P = fake_youtube.playability
+YOUTUBE_CASES = [
+    ("bot", (200, P("LOGIN_REQUIRED", BOT.split(". This helps")[0], "This helps protect our community. Learn more")),
+     "bot_check", "Sign in to confirm you\u2019re not a bot. Use --cookies-from-browser or --cookies"),
+    ("age", (200, P("LOGIN_REQUIRED", "Sign in to confirm your age", "This video may be inappropriate for some users.")),
+     "age_restricted", "Sign in to confirm your age. This video may be inappropriate for some users. Use --cookies"),
+    ("private", (200, P("LOGIN_REQUIRED", "Private video", "Sign in if you've been granted access to this video")),
+     "private", PRIVATE),
+    ("members", (200, P("UNPLAYABLE", MEMBERS)), "private", "members-only content"),
+    ("removed", (200, P("ERROR", "Video unavailable", "This video has been removed by the uploader")),
+     "unavailable", REMOVED),
+    ("terminated", (200, P("ERROR", "Video unavailable", TERMINATED.split("Video unavailable. ")[1])),
+     "unavailable", "has been terminated"),
+    ("geo", (200, P("UNPLAYABLE", "Video unavailable", GEO)), "geo_blocked", GEO),
+    ("rate", (200, P("UNPLAYABLE", TRY_LATER)), "rate_limited", "rate-limited by YouTube for up to an hour"),
+    # the player API itself refusing: yt-dlp only warns, then fails with "Failed to extract any
+    # player response"; the class comes from the HTTP error it warned of
+    ("http429", (429, {"error": {"code": 429, "message": "Too Many Requests"}}), "rate_limited",
+     "(yt-dlp warned: HTTP Error 429"),
+    ("http403", (403, {"error": {"code": 403, "message": "Forbidden"}}), "bot_check", "(yt-dlp warned: HTTP Error 403"),
+    ("http503", (503, {"error": {"code": 503}}), "network", "(yt-dlp warned: HTTP Error 503"),
+]
+
+
+@pytest.mark.parametrize("case,player,expected,said", YOUTUBE_CASES, ids=[c[0] for c in YOUTUBE_CASES])
+def test_ytdlps_youtube_extractor_failures_get_their_class(youtube, tmp_path, case, player, expected, said):
+    """yt-dlp's YouTube extractor, as a download runs it (the packaged Deno, our options and
+    logger), against YouTube's answer for each case; only client configs are skipped (the
+    fake serves none)."""
+    youtube.player = player
+    ylog = download.YtdlpLog()
+    opts = download.ydl_options(str(tmp_path / "%(id)s.%(ext)s"), fmt=download.DEFAULT_FORMAT, proxy=youtube.proxy,
+                                extractor_args={"youtube": {"player_skip": ["configs"]}})
+    with yt_dlp.YoutubeDL(opts | {"nocheckcertificate": True, "logger": ylog}) as ydl, \
+            pytest.raises(DownloadError) as info:
+        ydl.extract_info("https://www.youtube.com/watch?v=SE4HsMi3KoU", download=True)
+    reason = str(info.value).removeprefix("ERROR: ")
+    cls, reason = download_errors.classify_attempt(reason, info.value, ylog.warnings)
+    assert reason.startswith("[youtube] SE4HsMi3KoU: ") and said in reason, reason
+    assert cls.name == expected, reason
+    assert any(p.startswith("/youtubei/v1/player") for p in youtube.paths)  # it asked the player API
