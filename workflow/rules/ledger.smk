@@ -18,7 +18,9 @@ rule ledger:
             R("funnel.png"), caption="../report/funnel.rst", category="1. Funnel"
         ),
         provenance=report(
-            R("provenance.tsv"), caption="../report/provenance.rst", category="1. Funnel"
+            R("provenance.tsv"),
+            caption="../report/provenance.rst",
+            category="1. Funnel",
         ),
     log:
         R("logs/ledger.log"),
