@@ -333,5 +333,7 @@ def run(sources: list[dict], out: str | os.PathLike, **settings) -> list[dict]:
     out = Path(out)
     check_setup(settings)
     records = [fetch(s["source_id"], s["url"], s["clip_type"], out.parent, **settings) for s in sources]
-    write_tsv(out, pd.DataFrame(records, columns=RECORD_COLUMNS))
+    table = pd.DataFrame(records, columns=RECORD_COLUMNS)
+    table["size"] = table["size"].astype("Int64")  # bytes, an integer also beside failed rows
+    write_tsv(out, table)
     return records

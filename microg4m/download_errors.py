@@ -1,10 +1,12 @@
 """Why a download failed, as a reason class with advice (the ledger's ``reason_class``).
 
 yt-dlp's messages say what YouTube or the network said; the class says what to do about
-it. A class is found from the exception yt-dlp raised (GeoRestrictedError, an HTTP status,
-a transport error) and else from its message; the order of ``CLASSES`` matters where
-messages overlap (YouTube's age check also says "Sign in", its rate limit "isn't
-available"). The tests use yt-dlp's own exceptions and messages (tests/test_download_errors.py).
+it. A local file's trouble is read from the message; else the class comes from the
+exception yt-dlp raised (GeoRestrictedError, an HTTP status, a transport error), then an
+HTTP status in the message, then its words, in the order of ``CLASSES`` (it matters
+where messages overlap: YouTube's age check also says "Sign in", its rate limit "isn't
+available"). The tests use yt-dlp's own extractor, exceptions and messages
+(tests/test_download_errors.py).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ CLASSES = (
     ReasonClass("missing_file", "the local file is not there: put it at the path of the sources table (films: "
                 "see README, \"The released MicroG-4M source list\") or fix the path", False,
                 (r"^local file .* does not exist", r"no such file or directory")),
+    ReasonClass("setup", "a setting or tool of this machine is wrong (see the reason): fix the config or install "
+                "what it names", False, (r"impersonate target", r"cookies file", r"ffmpeg", r"cookie database",
+                                         r"could not find .* cookies",
+                                         r"failed to load cookies", r"^download\.")),
     ReasonClass("rate_limited", "YouTube or the server is rate-limiting this machine (HTTP 429): back off for up to "
                 "an hour, then re-run with download.sleep_requests (e.g. 1.5), download.sleep_interval (e.g. 5) "
                 "and fewer download jobs at once; cookies of a signed-in session help too", False,
@@ -64,10 +70,8 @@ CLASSES = (
                  r"connection reset", r"connection aborted", r"remote end closed", r"incompleteread",
                  r"incomplete read", r"ssl", r"certificate", r"http error 5\d\d", r"unable to connect",
                  r"failed to resolve", r"getaddrinfo", r"unable to download")),
-    ReasonClass("setup", "a setting or tool of this machine is wrong (see the reason): fix the config or install "
-                "what it names", False, (r"impersonate target", r"cookies file", r"ffmpeg", r"cookie database",
-                                         r"could not find .* cookies")),
 )
+LOCAL = 2  # the first classes: trouble with a local file
 OTHER = ReasonClass("other", "not recognised: read the reason; re-run with `microg4m download -v` to see yt-dlp's "
                     "full output", True)
 BY_NAME = {c.name: c for c in (*CLASSES, OTHER)}
@@ -141,18 +145,22 @@ def classify_attempt(reason: str, exc: BaseException | None, warnings: list[str]
 
 
 def classify(reason: str | None, exc: BaseException | None = None) -> ReasonClass:
-    """The reason class of a failure: from yt-dlp's exception when it tells, else its message."""
+    """The reason class of a failure: a local file's trouble from the message; else from
+    yt-dlp's exception when it tells, then the HTTP status in the message, then its words."""
+    text = (reason or "").lower().replace("\u2019", "'")
+    text = re.sub(r"^(error: )?\[[^\]]+\] [^:\s]+: ", "", text)  # yt-dlp's "[youtube] <id>: " prefix
+    for cls in CLASSES[:LOCAL]:  # a missing file:// source is a TransportError too
+        if any(re.search(p, text) for p in cls.patterns):
+            return cls
     if exc is not None:
         found = _from_exception(exc)
         if found is not None:
             return found
-    text = (reason or "").lower().replace("\u2019", "'")
-    text = re.sub(r"^(error: )?\[[^\]]+\] [^:\s]+: ", "", text)  # yt-dlp's "[youtube] <id>: " prefix
     status = re.search(r"http error (\d{3})", text)
     found = _status_class(int(status.group(1))) if status else None
-    if found is not None and not text.startswith(("not a video", "local file")):
+    if found is not None:
         return found
-    for cls in CLASSES:
+    for cls in CLASSES[LOCAL:]:
         if any(re.search(p, text) for p in cls.patterns):
             return cls
     return OTHER

@@ -40,6 +40,7 @@ class _Handler(SimpleHTTPRequestHandler):
         return False
 
     def do_GET(self):
+        self.server.paths.append(self.path)
         if not self._special():
             super().do_GET()
 
@@ -48,16 +49,25 @@ class _Handler(SimpleHTTPRequestHandler):
             super().do_HEAD()
 
 
+class _Base(str):
+    """The base URL; ``paths``: the paths the server was asked for."""
+
+    paths: list
+
+
 @contextlib.contextmanager
 def serve(root: str | Path):
     """Serve ``root`` on a free loopback port; yields the base URL (no trailing slash)."""
     handler = functools.partial(_Handler, directory=str(root))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
+    server.paths = []  # every GET, in order
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
+    base = _Base(f"http://127.0.0.1:{server.server_address[1]}")
+    base.paths = server.paths
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield base
     finally:
         server.shutdown()
         server.server_close()

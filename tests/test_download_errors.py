@@ -246,3 +246,12 @@ def test_ytdlps_youtube_extractor_failures_get_their_class(youtube, tmp_path, ca
     assert reason.startswith("[youtube] SE4HsMi3KoU: ") and said in reason, reason
     assert cls.name == expected, reason
     assert any(p.startswith("/youtubei/v1/player") for p in youtube.paths)  # it asked the player API
+
+
+def test_a_setting_yt_dlp_cannot_serve_is_a_setup_failure(server, tmp_path):
+    rec = download.fetch("s", f"{server}/status/404", "r", tmp_path / "d", impersonate="nosuchbrowser", retries=3)
+    assert rec["status"] == "failed" and rec["attempts"] == 1, rec
+    assert 'Impersonate target "nosuchbrowser" is not available' in rec["reason"]
+    assert rec["reason_class"] == "setup"
+    rec = download.fetch("s", f"{server}/status/404", "r", tmp_path / "d", cookies_from_browser="netscape")
+    assert rec["reason_class"] == "setup" and rec["reason"].startswith("download.cookies_from_browser 'netscape'")

@@ -3,6 +3,7 @@ EJS challenge scripts (its own API and its verbose header), and takes the YouTub
 
 from __future__ import annotations
 
+import json
 import logging
 
 import deno
@@ -14,6 +15,8 @@ from yt_dlp.extractor.youtube.jsc._builtin.ejs import ScriptSource
 from yt_dlp.extractor.youtube.jsc._builtin.vendor import VERSION as EJS_EXPECTED
 from yt_dlp.extractor.youtube.jsc.provider import JsChallengeProviderError
 
+import fake_youtube
+import loopback
 from microg4m import download, versions, ytdlp_options
 
 
@@ -122,3 +125,24 @@ def test_the_po_token_plugin_is_loaded_by_ytdlp():
     with _ydl():
         names = [p.PROVIDER_NAME for p in _pot_providers.value.values()]
     assert any(n.startswith("bgutil") for n in names), names
+
+
+def test_the_po_token_provider_setting_reaches_the_plugins_server(tmp_path):
+    """yt-dlp's YouTube extractor against the fake YouTube (tests/fake_youtube.py), asked to
+    fetch PO tokens: the bgutil plugin asks the server download.po_token_provider names."""
+    if not fake_youtube.available():
+        pytest.skip("needs the openssl command (for the fake YouTube's certificate)")
+    (tmp_path / "pot").mkdir()
+    (tmp_path / "pot" / "ping").write_text(json.dumps({"version": "2.0.2", "server_uptime": 1}))
+    with fake_youtube.serve(tmp_path) as youtube, loopback.serve(tmp_path / "pot") as pot:
+        youtube.player = (200, fake_youtube.playability("LOGIN_REQUIRED", "Sign in to confirm you\u2019re not a bot"))
+        ylog = download.YtdlpLog()
+        opts = download.ydl_options(str(tmp_path / "%(id)s.%(ext)s"), fmt=download.DEFAULT_FORMAT, proxy=youtube.proxy,
+                                    po_token_provider=pot,
+                                    extractor_args={"youtube": {"player_skip": ["configs"], "fetch_pot": ["always"]}})
+        with yt_dlp.YoutubeDL(opts | {"nocheckcertificate": True, "logger": ylog}) as ydl, \
+                pytest.raises(yt_dlp.utils.DownloadError):
+            ydl.extract_info("https://www.youtube.com/watch?v=SE4HsMi3KoU", download=False)
+    assert "/ping" in pot.paths  # the plugin checked the server given
+    # and asked it for a token (this file server refuses the POST: yt-dlp warns, naming the provider)
+    assert any("bgutil:http" in w and "/get_pot" in w for w in ylog.warnings), ylog.warnings
