@@ -299,7 +299,8 @@ def _finish(record: dict, video: Path | None) -> dict:
     if record["status"] == "ok":
         record.update(provenance.of_file(video), reason_class="", advice="")
     else:
-        cls = download_errors.BY_NAME.get(record.get("reason_class") or "") or download_errors.classify(record["reason"])
+        cls = (download_errors.BY_NAME.get(record.get("reason_class") or "")
+               or download_errors.classify(record["reason"]))
         record.update(reason_class=cls.name, advice=cls.advice)
     return record
 

@@ -61,7 +61,8 @@ CLASSES = (
     ReasonClass("unavailable", "the video is gone (removed, terminated, never existed): drop it from the sources "
                 "table or find another copy", False,
                 (r"unavailable", r"has been removed", r"no longer available", r"been terminated", r"does not exist",
-                 r"http error 404", r"http error 410", r"not found", r"copyright", r"unsupported url", r"is not a valid url",
+                 r"http error 404", r"http error 410", r"not found", r"copyright", r"unsupported url",
+                 r"is not a valid url",
                  r"isn't available", r"is not available")),
     ReasonClass("network", "a network failure: check the connection and download.proxy; the job retried with "
                 "backoff (download.retries), so re-run later", True,

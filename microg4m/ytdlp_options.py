@@ -82,6 +82,11 @@ def problems(settings: dict | None = None) -> list[str]:
     if settings.get("cookies") and not os.path.isfile(settings["cookies"]):
         # yt-dlp itself ignores a cookies file it cannot read, without a word
         out.append(f"download.cookies {settings['cookies']!r}: no such file; YouTube sees no signed-in session")
+    if settings.get("cookies_from_browser"):
+        try:
+            browser_cookies(settings["cookies_from_browser"])
+        except ValueError as exc:
+            out.append(str(exc))
     if settings.get("po_token_provider") and _version(POT_PLUGIN) is None:
         out.append(f"download.po_token_provider is set but the plugin {POT_PLUGIN} is not installed "
                    "(pip install -e '.[youtube]')")

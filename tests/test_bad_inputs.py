@@ -209,7 +209,8 @@ def test_the_good_source_reaches_the_export(run, tables):
 
 @pytest.mark.parametrize("sid, clip_type, words, reason_class", [
     ("truncated", "r", ["not a video", "moov atom not found"], "not_a_video"),
-    ("zero", "r", ["not a video", "zero.mp4: empty file (0 bytes)"], "not_a_video"),  # not yt-dlp's "did not get any data"
+    # not yt-dlp's "did not get any data"
+    ("zero", "r", ["not a video", "zero.mp4: empty file (0 bytes)"], "not_a_video"),
     ("zero_film", "m", ["not a video", "empty file (0 bytes)"], "not_a_video"),
     ("text", "r", ["not a video", "not a readable video"], "not_a_video"),
     ("audio", "r", ["not a video", "no video stream (only audio)"], "not_a_video"),

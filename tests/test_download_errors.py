@@ -209,7 +209,8 @@ P = fake_youtube.playability
 YOUTUBE_CASES = [
     ("bot", (200, P("LOGIN_REQUIRED", BOT.split(". This helps")[0], "This helps protect our community. Learn more")),
      "bot_check", "Sign in to confirm you\u2019re not a bot. Use --cookies-from-browser or --cookies"),
-    ("age", (200, P("LOGIN_REQUIRED", "Sign in to confirm your age", "This video may be inappropriate for some users.")),
+    ("age", (200, P("LOGIN_REQUIRED", "Sign in to confirm your age",
+                    "This video may be inappropriate for some users.")),
      "age_restricted", "Sign in to confirm your age. This video may be inappropriate for some users. Use --cookies"),
     ("private", (200, P("LOGIN_REQUIRED", "Private video", "Sign in if you've been granted access to this video")),
      "private", PRIVATE),

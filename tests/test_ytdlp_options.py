@@ -87,7 +87,9 @@ def test_the_start_check_finds_nothing_missing_here():
 
 
 def test_the_start_check_names_what_is_wrong(tmp_path, caplog):
-    found = ytdlp_options.problems({"cookies": str(tmp_path / "cookies.txt"), "impersonate": "nosuchbrowser"})
+    found = ytdlp_options.problems({"cookies": str(tmp_path / "cookies.txt"), "impersonate": "nosuchbrowser",
+                                    "cookies_from_browser": "netscape"})
+    assert any(p.startswith("download.cookies_from_browser 'netscape': unsupported browser") for p in found), found
     assert any("download.cookies" in p and "no such file" in p for p in found), found
     assert any("download.impersonate 'nosuchbrowser'" in p for p in found), found
     with caplog.at_level(logging.WARNING, logger="microg4m.download"):
