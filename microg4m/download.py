@@ -228,6 +228,8 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
                          backoff_seconds=backoff_seconds, cookies=cookies, sleep_requests=sleep_requests,
                          sleep_interval=sleep_interval, rate_limit=rate_limit, proxy=proxy,
                          socket_timeout=socket_timeout, **youtube)
+        if local is not None:  # a local file's place is the table's url, not this machine's file:// URL
+            record["webpage_url"] = None
     if staged is not None:
         _probe_into(record, staged, video_dir / staged.name, video_dir, name=local or url)
     record = _finish(record, staged)

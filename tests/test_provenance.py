@@ -126,3 +126,13 @@ def test_a_youtube_video_without_a_licence_is_the_standard_licence():
     p = provenance.from_info({"id": "x", "extractor_key": "Youtube", "license": None})
     assert p["license"] == provenance.YOUTUBE_STANDARD
     assert provenance.from_info({"id": "x", "extractor_key": "Generic"})["license"] is None
+
+
+def test_a_local_file_through_ytdlp_keeps_the_tables_url_not_this_machines_path(www, tmp_path):
+    """yt-dlp reads it as a file:// URL of this machine; the record names it as the table does
+    (two machines, or two folders, give the same record)."""
+    root, _ = www
+    rec = download.fetch("loc", str(root / "pianist.mp4"), "r", tmp_path / "d")
+    assert rec["status"] == "ok" and rec["extractor"] == "Generic" and rec["ytdlp_version"]
+    assert rec["url"] == str(root / "pianist.mp4") and rec["webpage_url"] is None
+    assert rec["sha256"] == sha(root / "pianist.mp4")
