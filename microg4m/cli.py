@@ -134,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("ledger", help="status of every source and clip of a results folder")
     p.add_argument("results")
 
+    p = sub.add_parser("verify", help="are the sources of a finished dataset still there, and the same files?")
+    p.add_argument("manifest", help="an export folder, or its redownload.tsv")
+    p.add_argument("--out", default=None, help="table to write (TSV); it is printed too")
+    p.add_argument("--no-hash", action="store_true",
+                   help="only ask yt-dlp whether each URL is still available (no download, no hash)")
+    _add_options(p, cfg["download"], skip=("format", "retries", "backoff_seconds"))
+
     p = sub.add_parser("demo-media", help="make one of the demo videos from package footage")
     p.add_argument("name"), p.add_argument("out")
 
@@ -242,11 +249,13 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
             corrected = res / "corrected" / f"{s}.csv"
             return corrected if corrected.is_file() else res / "tracks" / f"{s}.csv"
 
+        downloads = [res / "download" / f"{s}.tsv" for s in srcs]
         return export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
                           decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
                           tracks=[final(s) for s in srcs],
                           out_dir=args.out_dir, actions=args.actions, label_map=args.label_map,
-                          seed=args.seed, group_by=args.group_by)
+                          seed=args.seed, group_by=args.group_by,
+                          downloads=downloads if all(p.is_file() for p in downloads) else None)
     if stage == "vqa-draft":
         from . import vqa_draft
 
@@ -271,6 +280,14 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
                           [res / "clips" / s / "manifest.tsv" for s in srcs],
                           [res / "filter" / f"{s}.tsv" for s in srcs],
                           [res / "tracks" / f"{s}.csv" for s in srcs])
+        return df.to_csv(sep="\t", index=False)
+    if stage == "verify":
+        from . import verify
+
+        settings = _settings(args, cfg["download"], {})
+        df = verify.run(args.manifest, args.out, hash=not args.no_hash, **settings)
+        counts = df["status"].value_counts()
+        print("verify: " + ", ".join(f"{n} {s}" for s, n in counts.items()), file=sys.stderr)
         return df.to_csv(sep="\t", index=False)
     if stage == "annotate":
         from .annotate import app as annotate_app

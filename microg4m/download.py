@@ -8,6 +8,10 @@ A download is written into a hidden staging folder, checked, and moved into plac
 after its record (``{source_id}.record.json``); a job that runs again (after a kill, or
 because Snakemake re-runs it) finds the video with its record and returns that record
 unchanged, so its status table is the same, byte for byte, as the first run's.
+
+A failure gets a reason class and advice (download_errors.py); a download keeps its
+provenance (provenance.py: channel, licence, format, sha256 ...). yt-dlp runs with the
+packaged JavaScript runtime and the YouTube settings of the config (ytdlp_options.py).
 """
 
 from __future__ import annotations
@@ -23,19 +27,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import media
+from . import download_errors, media, provenance, ytdlp_options
 from .atomic import write_text, write_tsv
 from .sources import normalize_url
 
 log = logging.getLogger(__name__)
 
 RECORD_COLUMNS = ["source_id", "status", "reason", "path", "clip_type", "url", "title",
-                  "duration", "width", "height", "fps", "attempts"]
+                  "duration", "width", "height", "fps", "attempts", "reason_class", "advice",
+                  *provenance.PROVENANCE_COLUMNS]
 DEFAULT_FORMAT = "bv*[height<=?480]+ba/b[height<=?480]"
-# Errors that another attempt cannot fix: no retry for these.
-PERMANENT = ("unavailable", "private video", "unsupported url", "not a video", "removed",
-             "copyright", "sign in", "no such file", "does not exist", "members-only",
-             "no video formats", "requested format is not available", "404")
 
 
 def _clean(text) -> str | None:
@@ -101,8 +102,9 @@ def _link_or_copy(src: Path, dest: Path) -> None:
         shutil.copyfile(src, dest)
 
 
-def _ydl_options(out_template: str, *, fmt, cookies, sleep_requests, sleep_interval,
-                 rate_limit, proxy, socket_timeout) -> dict:
+def ydl_options(out_template: str, *, fmt, cookies=None, sleep_requests=0, sleep_interval=0,
+                rate_limit=None, proxy=None, socket_timeout=20, **youtube) -> dict:
+    """yt-dlp's options of a download (``youtube``: the settings of ytdlp_options.options)."""
     opts = {
         "format": fmt,
         "outtmpl": out_template,
@@ -117,9 +119,8 @@ def _ydl_options(out_template: str, *, fmt, cookies, sleep_requests, sleep_inter
         "socket_timeout": socket_timeout,
         "overwrites": False,
         "continuedl": True,
+        **ytdlp_options.options(cookies=cookies, **youtube),
     }
-    if cookies:
-        opts["cookiefile"] = str(cookies)
     if sleep_requests:
         opts["sleep_interval_requests"] = float(sleep_requests)
     if sleep_interval:
@@ -131,6 +132,27 @@ def _ydl_options(out_template: str, *, fmt, cookies, sleep_requests, sleep_inter
     if proxy:
         opts["proxy"] = proxy
     return opts
+
+
+class YtdlpLog:
+    """yt-dlp's logger: its warnings go to the job's log and are kept, because a failure's
+    cause may be in them only (YouTube's API answering HTTP 429 ends in "Failed to extract
+    any player response")."""
+
+    def __init__(self) -> None:
+        self.warnings: list[str] = []
+
+    def debug(self, msg) -> None:
+        pass
+
+    info = debug
+
+    def warning(self, msg) -> None:
+        self.warnings.append(str(msg))
+        log.info("yt-dlp warned: %s", msg)
+
+    def error(self, msg) -> None:
+        log.debug("yt-dlp: %s", msg)
 
 
 def _info_fields(info: dict | None) -> dict:
@@ -147,11 +169,13 @@ def _info_fields(info: dict | None) -> dict:
 def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike, *,
           format: str = DEFAULT_FORMAT, retries: int = 3, backoff_seconds: float = 2.0,
           cookies=None, sleep_requests=0, sleep_interval=0, rate_limit=None, proxy=None,
-          socket_timeout=20, base_dir: str | os.PathLike = ".") -> dict:
+          socket_timeout=20, base_dir: str | os.PathLike = ".", **youtube) -> dict:
     """Fetch one source into ``video_dir`` (``results/download``); return its status record.
 
     The record's ``path`` is relative to the results folder (the parent of video_dir).
     A source already downloaded (by this url and format) keeps its first run's record.
+    ``youtube``: cookies_from_browser, player_client, po_token_provider, extractor_args,
+    impersonate (see ytdlp_options.options).
     """
     video_dir = Path(video_dir)
     video_dir.mkdir(parents=True, exist_ok=True)
@@ -178,7 +202,7 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
             record = _new_record(source_id, url, clip_type)
             record["reason"] = "already downloaded"
             _probe_into(record, video, video, video_dir)
-            record = _one_line(record)
+            record = _finish(record, video)
             if record["status"] == "ok":
                 _write_record(video_dir, record, format)
             return record
@@ -198,14 +222,17 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
             staged = staging / f"{source_id}{suffix}"
             _link_or_copy(local, staged)
             record["title"] = local.stem
+            record.update(provenance.of_local_film())
     else:
         staged = _yt_dlp(record, ydl_url, staging, format=format, retries=retries,
                          backoff_seconds=backoff_seconds, cookies=cookies, sleep_requests=sleep_requests,
                          sleep_interval=sleep_interval, rate_limit=rate_limit, proxy=proxy,
-                         socket_timeout=socket_timeout)
+                         socket_timeout=socket_timeout, **youtube)
+        if local is not None:  # a local file's place is the table's url, not this machine's file:// URL
+            record["webpage_url"] = None
     if staged is not None:
         _probe_into(record, staged, video_dir / staged.name, video_dir, name=local or url)
-    record = _one_line(record)
+    record = _finish(record, staged)
     if record["status"] == "ok":
         _write_record(video_dir, record, format)  # first the record, then the video
         os.replace(staged, video_dir / staged.name)
@@ -216,7 +243,8 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
 def _new_record(source_id: str, url: str, clip_type: str) -> dict:
     return {"source_id": source_id, "url": url, "clip_type": clip_type, "status": "failed",
             "reason": None, "path": None, "attempts": 0,
-            "title": None, "duration": None, "width": None, "height": None, "fps": None}
+            "title": None, "duration": None, "width": None, "height": None, "fps": None,
+            "reason_class": None, "advice": None, **provenance.empty()}
 
 
 def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backoff_seconds,
@@ -225,23 +253,25 @@ def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backo
     import yt_dlp
 
     source_id = record["source_id"]
-    opts = _ydl_options(str(staging / f"{source_id}.%(ext)s"), fmt=format, **options)
     for attempt in range(1, max(1, int(retries)) + 1):
         record["attempts"] = attempt
         try:
+            ylog = YtdlpLog()
+            opts = ydl_options(str(staging / f"{source_id}.%(ext)s"), fmt=format, **options) | {"logger": ylog}
             with yt_dlp.YoutubeDL(opts) as ydl:
                 info = ydl.extract_info(ydl_url, download=True)
-            record.update(_info_fields(info))
+            record.update(_info_fields(info), reason_class=None, advice=None)  # an earlier attempt's class
+            record.update(provenance.from_info(info))
             staged = _existing_video(staging, source_id)
             if staged is None:
                 record["reason"] = "yt-dlp reported success but wrote no file"
             return staged
         except Exception as exc:  # yt-dlp raises DownloadError and friends
             reason = _clean(str(exc)).removeprefix("ERROR: ").strip() or type(exc).__name__
-            record["reason"] = reason
-            permanent = any(p in reason.lower() for p in PERMANENT)
-            log.warning("%s: attempt %d failed: %s", source_id, attempt, reason)
-            if permanent or attempt == retries:
+            cls, reason = download_errors.classify_attempt(reason, exc, ylog.warnings)
+            record.update(reason=reason, reason_class=cls.name, advice=cls.advice)
+            log.warning("%s: attempt %d failed (%s): %s", source_id, attempt, cls.name, reason)
+            if not cls.retry or attempt == retries:
                 return None
             time.sleep(float(backoff_seconds) * 2 ** (attempt - 1))
     return None
@@ -249,7 +279,7 @@ def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backo
 
 def _probe_into(record: dict, video: Path, final: Path, video_dir: Path, name=None) -> None:
     """Check that ``video`` (to be kept as ``final``) is a video; fill the record's size,
-    fps and duration where yt-dlp gave none. ``name``: how a failure names the source."""
+    fps, duration, codec and resolution where yt-dlp gave none. ``name``: how a failure names the source."""
     try:
         info = media.probe(video)
     except media.MediaError as exc:
@@ -258,9 +288,23 @@ def _probe_into(record: dict, video: Path, final: Path, video_dir: Path, name=No
         return
     record.update(status="ok", reason=record["reason"] or "", path=os.path.relpath(final, video_dir.parent))
     for key, value in (("width", info.width), ("height", info.height), ("fps", info.fps),
-                       ("duration", info.duration)):
-        if record.get(key) in (None, 0):
+                       ("duration", info.duration), ("vcodec", info.codec or None),
+                       ("resolution", f"{info.width}x{info.height}")):
+        if record.get(key) in (None, 0, "", "unknown"):
             record[key] = value
+
+
+def _finish(record: dict, video: Path | None) -> dict:
+    """The record in its final form: one-line text; the file's size and sha256 when it is
+    kept, else the reason class and advice of the failure."""
+    record = _one_line(record)
+    if record["status"] == "ok":
+        record.update(provenance.of_file(video), reason_class="", advice="")
+    else:
+        cls = (download_errors.BY_NAME.get(record.get("reason_class") or "")
+               or download_errors.classify(record["reason"]))
+        record.update(reason_class=cls.name, advice=cls.advice)
+    return record
 
 
 def _one_line(record: dict) -> dict:
@@ -276,10 +320,23 @@ def read_records(path: str | os.PathLike) -> list[dict]:
     return [{k: (v if v != "" else None) for k, v in row.items()} for row in df.to_dict("records")]
 
 
+def check_setup(settings: dict) -> list[str]:
+    """Log what yt-dlp runs with, and warn of what keeps it from today's YouTube (the check at
+    the start of each download job; the same facts are in versions.tsv)."""
+    log.info("yt-dlp: %s", "; ".join(f"{k} {v}" for k, v in ytdlp_options.versions()))
+    found = ytdlp_options.problems(settings)
+    for problem in found:
+        log.warning("yt-dlp set-up: %s", problem)
+    return found
+
+
 def run(sources: list[dict], out: str | os.PathLike, **settings) -> list[dict]:
     """Fetch every source of a job (dicts with source_id, url, clip_type) and write the
     status table ``download/{unit}.tsv`` next to the videos; failures are rows too."""
     out = Path(out)
+    check_setup(settings)
     records = [fetch(s["source_id"], s["url"], s["clip_type"], out.parent, **settings) for s in sources]
-    write_tsv(out, pd.DataFrame(records, columns=RECORD_COLUMNS))
+    table = pd.DataFrame(records, columns=RECORD_COLUMNS)
+    table["size"] = table["size"].astype("Int64")  # bytes, an integer also beside failed rows
+    write_tsv(out, table)
     return records

@@ -29,7 +29,7 @@ import pandas as pd
 
 from . import CLIP_FRAMES
 from . import frames as fr
-from . import labels, proposals, splits, stats
+from . import datasheet, labels, proposals, splits, stats
 from .atomic import atomic_path, write_text, write_tsv
 from .filter import read_decisions
 from .manifest import read_manifest
@@ -333,12 +333,15 @@ def run(
     group_by: str = "clip",
     frames: list | None = None,
     notes=(),
+    downloads: list | None = None,
 ) -> dict:
     """Write the export into ``out_dir`` (see the module docstring and README); return a summary.
 
     ``frames``: optional done lists of :func:`microg4m.frames.run`; clips of the dataset
     whose frames failed are listed in ``input_report.tsv``. ``notes``: more
     ``(input, item, problem)`` rows for it (e.g. correction files that were not used).
+    ``downloads``: the download tables; with them ``sources.csv``, ``redownload.tsv`` and
+    ``datasheet.md`` are written too (datasheet.write_export).
     """
     if group_by not in ("clip", "source"):
         raise ValueError(f"export.split.group_by must be 'clip' or 'source', got {group_by!r}")
@@ -426,6 +429,9 @@ def run(
         ava=ava[["video_id", "person_id", "action_id"]] if ava is not None else None,
     )
     _check_frames(frames or [], assignment, report)
+    if downloads is not None:
+        summary["sources"] = datasheet.write_export(out, downloads=downloads, clips=clips, assignment=assignment,
+                                                    persons=persons, ava=ava, label_map=lmap)["sources"]
     report.write(out / "input_report.tsv")
     summary["input_problems"] = len(report.rows)
     return summary

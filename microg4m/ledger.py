@@ -1,6 +1,8 @@
 """The ledger: every source and every clip, its status per stage and the reason.
 
 Nothing is silently skipped: sources = downloaded + failed, clips = kept + rejected.
+A failed source carries its reason class and the advice (download_errors.py); the
+sources' provenance (every download record) goes to ``provenance.tsv`` beside it.
 """
 
 from __future__ import annotations
@@ -9,11 +11,13 @@ import os
 
 import pandas as pd
 
+from . import download_errors, provenance as prov
 from .atomic import write_tsv
 from .download import read_records
 from .manifest import read_manifest
 
-COLUMNS = ["level", "source_id", "clip_id", "download", "trim", "filter", "track", "status", "reason"]
+COLUMNS = ["level", "source_id", "clip_id", "download", "trim", "filter", "track", "status", "reason",
+           "reason_class", "advice"]
 
 
 def _read_tsv(path) -> pd.DataFrame:
@@ -32,10 +36,12 @@ def build(downloads, trims, manifests, decisions, tracks) -> pd.DataFrame:
             src = rec["source_id"]
             ok = rec["status"] == "ok"
             st = trim.loc[src]
+            cls = None if ok else _reason_class(rec.get("reason_class"), rec["reason"])
             rows.append({"level": "source", "source_id": src, "clip_id": "", "download": rec["status"],
                          "trim": f"{st['status']} ({st['clips']} clips)", "filter": "", "track": "",
                          "status": "downloaded" if ok else "failed",
-                         "reason": (st["reason"] if ok else rec["reason"]) or ""})
+                         "reason": (st["reason"] if ok else rec["reason"]) or "",
+                         "reason_class": cls.name if cls else "", "advice": cls.advice if cls else ""})
             for clip in clips[clips.source_id == src].to_dict("records"):
                 cid = clip["clip_id"]
                 row = {"level": "clip", "source_id": src, "clip_id": cid, "download": rec["status"],
@@ -53,7 +59,13 @@ def build(downloads, trims, manifests, decisions, tracks) -> pd.DataFrame:
                 else:
                     row.update(status="rejected", reason="filter: no decision")
                 rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=COLUMNS).fillna("")
+
+
+def _reason_class(name, reason) -> download_errors.ReasonClass:
+    """The record's class; a record written before classes were kept is classified now."""
+    return download_errors.BY_NAME.get(name or "") or download_errors.classify(reason)
+
 
 
 def funnel_counts(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -66,6 +78,11 @@ def funnel_counts(ledger: pd.DataFrame) -> pd.DataFrame:
               ("failed", int((src.status == "failed").sum())), ("clips", len(clips)),
               ("kept", len(kept)), ("rejected", int((clips.status == "rejected").sum())),
               ("persons", int(persons))]
+    failed = src[src.status == "failed"]
+    classes = [_reason_class(c if isinstance(c, str) else "", r).name
+               for c, r in zip(failed.get("reason_class", [""] * len(failed)), failed["reason"])]
+    for name, n in sorted(pd.Series(classes, dtype=str).value_counts().items()):
+        counts.append((f"failed: {name}", int(n)))
     reasons = clips[clips.status == "rejected"]["reason"].str.replace(r" \(.*\)$", "", regex=True)
     reasons = reasons.str.replace(r"^trim: \d+ decoded frames.*", "trim: wrong frame count", regex=True)
     for reason, n in sorted(reasons.value_counts().items()):
@@ -74,9 +91,12 @@ def funnel_counts(ledger: pd.DataFrame) -> pd.DataFrame:
 
 
 def run(*, downloads, trims, manifests, decisions, tracks, ledger: str | os.PathLike,
-        funnel: str | os.PathLike | None = None, funnel_plot: str | os.PathLike | None = None) -> pd.DataFrame:
+        funnel: str | os.PathLike | None = None, funnel_plot: str | os.PathLike | None = None,
+        provenance: str | os.PathLike | None = None) -> pd.DataFrame:
     df = build(downloads, trims, manifests, decisions, tracks)
     write_tsv(ledger, df)
+    if provenance is not None:
+        write_tsv(provenance, prov.read_records(downloads))
     counts = funnel_counts(df)
     if funnel is not None:
         write_tsv(funnel, counts)

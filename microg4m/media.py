@@ -94,6 +94,7 @@ class VideoInfo:
     height: int
     fps: float
     duration: float  # seconds, from the container; may be 0 when unknown
+    codec: str = ""  # the video codec as ffmpeg names it (h264, vp9 ...)
 
 
 def probe(path: str | os.PathLike) -> VideoInfo:
@@ -126,7 +127,8 @@ def probe(path: str | os.PathLike) -> VideoInfo:
     width, height = meta.get("size") or (0, 0)
     if not width or not height:
         raise MediaError(f"{path}: no video stream")
-    return VideoInfo(int(width), int(height), float(meta.get("fps") or 0.0), float(meta.get("duration") or 0.0))
+    return VideoInfo(int(width), int(height), float(meta.get("fps") or 0.0), float(meta.get("duration") or 0.0),
+                     str(meta.get("codec") or ""))
 
 
 def iter_frames(path: str | os.PathLike, limit: int | None = None) -> Iterator[np.ndarray]:

@@ -13,11 +13,11 @@ from importlib import metadata
 
 import pandas as pd
 
-from . import __version__, media
+from . import __version__, media, ytdlp_options
 from .atomic import write_tsv
 
 # Python packages whose version can change an output (decoding, detection, tracking, download).
-PACKAGES = ("imageio-ffmpeg", "opencv-python", "torch", "ultralytics", "boxmot", "scenedetect", "yt-dlp",
+PACKAGES = ("imageio-ffmpeg", "opencv-python", "torch", "ultralytics", "boxmot", "scenedetect",
             "pandas", "pyarrow", "snakemake")
 
 
@@ -29,6 +29,9 @@ def collect() -> list[tuple[str, str]]:
             rows.append((name, metadata.version(name)))
         except metadata.PackageNotFoundError:
             rows.append((name, "not installed"))
+    # yt-dlp with what today's YouTube needs: EJS, the JS runtime, and the check's verdict
+    rows += ytdlp_options.versions()
+    rows.append(("yt-dlp set-up", "; ".join(ytdlp_options.problems()) or "ready for YouTube"))
     return rows
 
 

@@ -27,6 +27,7 @@ from filelock import FileLock
 from conftest import ffmpeg, get_footage
 from microg4m import media
 from microg4m.download import RECORD_COLUMNS
+from microg4m.ledger import COLUMNS as LEDGER_COLUMNS
 from microg4m.manifest import COLUMNS as MANIFEST_COLUMNS
 from microg4m.trim import STATUS_COLUMNS
 from workflow import make_workdir, snakemake
@@ -174,8 +175,7 @@ def tables(run):
     dl = read_tables(res, "download/*.tsv", RECORD_COLUMNS).set_index("source_id")
     st = read_tables(res, "clips/*/status.tsv", STATUS_COLUMNS).set_index("source_id")
     mf = read_tables(res, "clips/*/manifest.tsv", MANIFEST_COLUMNS)
-    ledger = read_tables(res, "ledger.tsv", ["level", "source_id", "clip_id", "download", "trim", "filter",
-                                             "track", "status", "reason"])
+    ledger = read_tables(res, "ledger.tsv", LEDGER_COLUMNS)
     return dl, st, mf, ledger
 
 
@@ -207,26 +207,31 @@ def test_the_good_source_reaches_the_export(run, tables):
     assert set(lists.video_id) == set(kept.clip_id)
 
 
-@pytest.mark.parametrize("sid, clip_type, words", [
-    ("truncated", "r", ["not a video", "moov atom not found"]),
-    ("zero", "r", ["not a video", "zero.mp4: empty file (0 bytes)"]),  # not yt-dlp's "did not get any data"
-    ("zero_film", "m", ["not a video", "empty file (0 bytes)"]),
-    ("text", "r", ["not a video", "not a readable video"]),
-    ("audio", "r", ["not a video", "no video stream (only audio)"]),
-    ("no_http", "r", ["connection refused"]),
-    ("no_file", "r", ["no such file", "does-not-exist.mp4"]),
-    ("no_film", "m", ["does-not-exist.mkv", "does not exist"]),
-    ("meta_url", "r", ["connection refused"]),
+@pytest.mark.parametrize("sid, clip_type, words, reason_class", [
+    ("truncated", "r", ["not a video", "moov atom not found"], "not_a_video"),
+    # not yt-dlp's "did not get any data"
+    ("zero", "r", ["not a video", "zero.mp4: empty file (0 bytes)"], "not_a_video"),
+    ("zero_film", "m", ["not a video", "empty file (0 bytes)"], "not_a_video"),
+    ("text", "r", ["not a video", "not a readable video"], "not_a_video"),
+    ("audio", "r", ["not a video", "no video stream (only audio)"], "not_a_video"),
+    ("no_http", "r", ["connection refused"], "network"),
+    ("no_file", "r", ["no such file", "does-not-exist.mp4"], "missing_file"),
+    ("no_film", "m", ["does-not-exist.mkv", "does not exist"], "missing_file"),
+    ("meta_url", "r", ["connection refused"], "network"),
     # %E9 is not UTF-8: kept literally, that file name does not exist (caf\xe9.mp4 does)
-    ("nonutf8_r", "r", ["no such file", "caf%e9.mp4"]),
-    ("nonutf8_film", "m", ["film%e9.mkv", "does not exist"]),
+    ("nonutf8_r", "r", ["no such file", "caf%e9.mp4"], "missing_file"),
+    ("nonutf8_film", "m", ["film%e9.mkv", "does not exist"], "missing_file"),
 ])
-def test_failed_sources_have_a_reason_and_no_clips(tables, sid, clip_type, words):
+def test_failed_sources_have_a_reason_and_no_clips(tables, sid, clip_type, words, reason_class):
     dl, st, mf, ledger = tables
     rec = dl.loc[sid]
     assert rec["status"] == "failed" and rec["path"] == "" and rec["clip_type"] == clip_type
     for w in words:
         assert w in rec["reason"].lower(), (sid, rec["reason"])
+    # the reason class and its advice, in the download record and the ledger
+    assert rec["reason_class"] == reason_class and rec["advice"], (sid, rec["reason"], rec["reason_class"])
+    assert source_row(ledger, sid)["reason_class"] == reason_class
+    assert source_row(ledger, sid)["advice"] == rec["advice"]
     assert st.loc[sid, "status"] == "skipped" and st.loc[sid, "reason"] == f"download failed: {rec['reason']}"
     assert st.loc[sid, "clips"] == "0" and (mf.source_id == sid).sum() == 0
     src = source_row(ledger, sid)

@@ -9,7 +9,7 @@ import pytest
 from conftest import ffmpeg, get_footage
 
 STAGES = ["download", "trim", "detect", "scenes", "filter", "motion", "track", "corrections", "track-files", "export",
-          "ledger", "demo-media"]
+          "ledger", "verify", "demo-media"]
 
 
 def cli(*args, check=True):

@@ -8,11 +8,13 @@ tested alone on hand-made ledgers.
 
 from __future__ import annotations
 
+import hashlib
+
 import pandas as pd
 import pytest
 
 from microg4m import ledger as lg
-from microg4m.download import read_records
+from microg4m.download import RECORD_COLUMNS, read_records
 from microg4m.sources import load_sources
 from test_bad_inputs import bad_inputs_run
 
@@ -64,6 +66,28 @@ def test_sources_are_downloaded_plus_failed(ledger):
     assert (src[src.status == "failed"].download == "failed").all()
 
 
+def test_failed_sources_carry_their_reason_class_and_advice(ledger):
+    src = ledger[ledger.level == "source"]
+    failed, ok = src[src.status == "failed"], src[src.status == "downloaded"]
+    assert (failed.reason_class != "").all() and (failed.advice != "").all()
+    assert (ok.reason_class == "").all() and (ok.advice == "").all()
+    assert (ledger[ledger.level == "clip"].reason_class == "").all()
+
+
+def test_provenance_lists_every_download_record(run, ledger):
+    prov = tsv(run / "results" / "provenance.tsv")
+    records = [r for p in sorted((run / "results" / "download").glob("*.tsv")) for r in read_records(p)]
+    assert list(prov.columns) == RECORD_COLUMNS
+    assert sorted(prov.source_id) == sorted(r["source_id"] for r in records)
+    src = ledger[ledger.level == "source"].set_index("source_id")
+    for row in prov.itertuples():
+        assert (row.status == "ok") == (src.loc[row.source_id, "status"] == "downloaded")
+        if row.status == "ok":
+            assert len(row.sha256) == 64 and int(row.size) > 0
+            video = run / "results" / row.path
+            assert hashlib.sha256(video.read_bytes()).hexdigest() == row.sha256
+
+
 def test_every_clip_of_every_manifest_appears_once(run, ledger):
     manifests = concat((run / "results" / "clips").glob("*/manifest.tsv"))
     clips = ledger[ledger.level == "clip"].set_index("clip_id")
@@ -108,6 +132,9 @@ def test_funnel_agrees_with_the_ledger(run, ledger):
     assert counts["kept"] == (clips.status == "kept").sum()
     assert counts["persons"] == pd.to_numeric(clips[clips.status == "kept"].track).sum()
     assert sum(v for k, v in counts.items() if k.startswith("rejected: ")) == counts["rejected"]
+    assert sum(v for k, v in counts.items() if k.startswith("failed: ")) == counts["failed"]
+    failed = src[src.status == "failed"]
+    assert all(counts[f"failed: {c}"] == n for c, n in failed.reason_class.value_counts().items())
     # byte for byte what funnel_counts makes of the ledger
     expected = lg.funnel_counts(ledger)
     assert funnel.astype(str).equals(expected.astype(str))
@@ -116,7 +143,7 @@ def test_funnel_agrees_with_the_ledger(run, ledger):
 # --- funnel_counts alone ------------------------------------------------------------
 
 def _ledger(rows) -> pd.DataFrame:
-    full = [dict(zip(lg.COLUMNS, ["", "", "", "", "", "", "", "", ""])) | r for r in rows]
+    full = [dict.fromkeys(lg.COLUMNS, "") | r for r in rows]
     return pd.DataFrame(full, columns=lg.COLUMNS)
 
 
@@ -142,6 +169,7 @@ def test_funnel_counts_of_a_small_ledger():
     counts = dict(zip(*lg.funnel_counts(df).to_dict("list").values()))
     assert counts == {
         "sources": 3, "downloaded": 2, "failed": 1, "clips": 8, "kept": 2, "rejected": 6, "persons": 2,
+        "failed: unavailable": 1,  # "HTTP Error 404", classified from the reason (no class recorded)
         "rejected: filter: few_persons": 1, "rejected: filter: scene_cut": 1,
         "rejected: trim: final clip shorter than 3 s": 2, "rejected: trim: wrong frame count": 2,
     }
@@ -164,7 +192,15 @@ def test_funnel_counts_of_an_empty_ledger_and_of_failures_only():
     failed = lg.funnel_counts(_ledger([{"level": "source", "source_id": s, "status": "failed", "reason": "x"}
                                         for s in "abc"]))
     assert dict(zip(failed.step, failed["count"])) == {
-        "sources": 3, "downloaded": 0, "failed": 3, "clips": 0, "kept": 0, "rejected": 0, "persons": 0}
+        "sources": 3, "downloaded": 0, "failed": 3, "clips": 0, "kept": 0, "rejected": 0, "persons": 0,
+        "failed: other": 3}
+    classed = lg.funnel_counts(_ledger([
+        {"level": "source", "source_id": "a", "status": "failed", "reason": "x", "reason_class": "bot_check"},
+        {"level": "source", "source_id": "b", "status": "failed", "reason": "y", "reason_class": "bot_check"},
+        {"level": "source", "source_id": "c", "status": "failed", "reason": "HTTP Error 429: Too Many Requests"},
+    ]))
+    assert list(classed.step)[7:] == ["failed: bot_check", "failed: rate_limited"]
+    assert list(classed["count"])[7:] == [2, 1]
 
 
 def test_funnel_counts_ignore_unparseable_person_counts():

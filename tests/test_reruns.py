@@ -284,9 +284,12 @@ def test_e_report_has_funnel_contact_sheets_plots_versions_and_export_warnings(r
     html = report.read_text(encoding="utf-8", errors="replace")
     assert len(html) > 100_000  # self-contained: the images are embedded
     for name in ("funnel.tsv", "funnel.png", "ledger.tsv", "dancer.png", "scenecut.png",
-                 "action_distribution.png", "persons_per_clip.png"):
+                 "action_distribution.png", "persons_per_clip.png", "provenance.tsv", "datasheet.md"):
         assert name in html, name
     assert f"ffmpeg\t{WRAPPER_VERSION}\n" in report_file(html, "versions.tsv")
+    assert "yt-dlp set-up\tready for YouTube\n" in report_file(html, "versions.tsv")
+    assert "## Composition" in report_file(html, "datasheet.md")
+    assert report_file(html, "provenance.tsv").startswith("source_id\tstatus\treason\t")
     # one labelled clip (test_d): val and test are empty, said in the report and the log
     labels = report_file(html, "label_report.tsv")
     for split in ("val", "test"):

@@ -19,7 +19,8 @@ rule frames:
 
 
 rule export:
-    """AVA CSVs, label map, annotation template, splits, frame lists and statistics."""
+    """AVA CSVs, label map, annotation template, splits, frame lists and statistics; the
+    sources' provenance (sources.csv, redownload.tsv) and the datasheet."""
     input:
         manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
@@ -32,10 +33,11 @@ rule export:
         ),
         label_map=config["export"]["label_map"],
         actions=actions_input,
+        downloads=expand(R("download/{unit}.tsv"), unit=UNITS),
     output:
         report(
             directory(R("export")),
-            patterns=["statistics/{name}.png", "{name}_report.tsv"],
+            patterns=["statistics/{name}.png", "{name}_report.tsv", "{name}.md"],
             caption="../report/statistics.rst",
             category="3. Statistics",
         ),

@@ -1,5 +1,6 @@
 rule ledger:
-    """Every source and clip with its status per stage and the reason."""
+    """Every source and clip with its status per stage and the reason (failed downloads with
+    their reason class and advice); every source's provenance."""
     input:
         downloads=expand(R("download/{unit}.tsv"), unit=UNITS),
         trims=expand(R("clips/{unit}/status.tsv"), unit=UNITS),
@@ -15,6 +16,11 @@ rule ledger:
         ),
         plot=report(
             R("funnel.png"), caption="../report/funnel.rst", category="1. Funnel"
+        ),
+        provenance=report(
+            R("provenance.tsv"),
+            caption="../report/provenance.rst",
+            category="1. Funnel",
         ),
     log:
         R("logs/ledger.log"),

@@ -11,5 +11,6 @@ export.run(
     label_map=snakemake.input.label_map,
     frames=list(snakemake.input.frames),
     notes=corrections.not_used(snakemake.params.correction_problems, snakemake.input.corrections),
+    downloads=list(snakemake.input.downloads),
     **snakemake.params.split,
 )

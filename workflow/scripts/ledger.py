@@ -11,4 +11,5 @@ ledger.run(
     ledger=snakemake.output.ledger,
     funnel=snakemake.output.funnel,
     funnel_plot=snakemake.output.plot,
+    provenance=snakemake.output.provenance,
 )
