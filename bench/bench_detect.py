@@ -1,7 +1,7 @@
 """Benchmark of the detect stage (not run in CI).
 
 Frames per second of
-  run        microg4m.detect.run: decode + batched YOLO + parquet, the pipeline's way;
+  run        microg4m.stages.detect.run: decode + batched YOLO + parquet, the pipeline's way;
   raw        the same runtime (``--runtime``, default auto) on batches of the same frames
              already decoded in memory (the ceiling for run: no decoding, no writing);
   reference  the reference scripts' way: per clip, ``model.track(frame, persist=True)``
@@ -27,7 +27,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import git_rev, subset_manifest, timed  # noqa: E402
 
-from microg4m import detect, footage, manifest as mf, media, runtime as rt  # noqa: E402
+from microg4m.stages import detect
+from microg4m.common import footage, media
+from microg4m.formats import manifest as mf
+from microg4m.engines import runtime as rt  # noqa: E402
 
 
 def make_source(name: str, n: int, folder: Path) -> Path:

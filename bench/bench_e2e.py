@@ -11,7 +11,7 @@ of them alike; the table keeps each method's best repeat, the CSV also the media
   ours       the real stage functions on the clips' manifest, as the workflow's rules call
              them with config/config.yaml's settings: detect.run, scenes.run, filter.run,
              motion.run, track.run (with the contact sheet the rule always writes);
-  reference  DESIGN.md's reference recipe: per clip ``model.track(frame, persist=True,
+  reference  the reference recipe (docs/fidelity.md): per clip ``model.track(frame, persist=True,
              tracker=botsort.yaml)`` frame by frame for the person filter (frames with a
              box of conf > 0.6), PySceneDetect ``ContentDetector(threshold=40)``; then per
              kept clip the motion level (same optical flow as ours) and a second
@@ -26,7 +26,7 @@ timing and reported as ``setup_s``. Frames/s = frames of the ok clips ÷ seconds
     .venv/bin/python bench/bench_e2e.py --diagnose       # + batch-size and torch-thread variants
 
 Clips (default): the demo's dancer (3 clips), pianist (2), zidane (2) sources and 6.5 s
-of vtest (2; needs Debian's opencv-doc), cut by ``microg4m.trim`` exactly as the
+of vtest (2; needs Debian's opencv-doc), cut by ``microg4m.stages.trim`` exactly as the
 workflow's trim rule does. Prints a table and writes ``bench/out/bench_e2e.csv``.
 """
 
@@ -49,7 +49,10 @@ from common import REPO, git_rev, peak_rss_mib, subset_manifest, write_csv  # no
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
-from microg4m import manifest as mf, media, runtime as rt  # noqa: E402
+from microg4m.formats import manifest as mf
+from microg4m.common import media
+from microg4m.engines import runtime as rt  # noqa: E402
+from microg4m.formats.decisions import read_screening
 
 REFERENCE_TRACKER = REPO.parent / "shared" / "reference" / "microg4m" / "tracker" / "botsort.yaml"
 # The same settings as the reference file (the stock Ultralytics botsort.yaml of its era),
@@ -79,7 +82,8 @@ REF_STAGES = ("track_filter", "scenes", "motion", "track_boxes")
 # ------------------------------------------------------------------------- clips
 
 def _vtest_recipe() -> list[str]:
-    from microg4m import demo, footage
+    from microg4m.stages import demo
+    from microg4m.common import footage
 
     return ["-ss", "20", "-i", str(footage.footage("vtest")), "-t", "6.5", *demo.H264]
 
@@ -87,7 +91,8 @@ def _vtest_recipe() -> list[str]:
 def make_clips(names: list[str], folder: Path) -> Path:
     """Source videos from package footage (the demo's recipes), cut by the real trim stage
     into one unit ``bench`` (like ``sources_per_job`` > 1); returns its manifest."""
-    from microg4m import demo, download, footage, trim
+    from microg4m.stages import demo, download, trim
+    from microg4m.common import footage
 
     (folder / "download").mkdir(parents=True, exist_ok=True)
     records = []
@@ -154,7 +159,7 @@ def worker_decode(manifest: Path, args, work: Path) -> dict:
 
 
 def worker_infer(manifest: Path, args, work: Path) -> dict:
-    from microg4m import detect
+    from microg4m.stages import detect
 
     t0 = time.perf_counter()
     dev = rt.select_device(args.device)
@@ -178,7 +183,8 @@ def worker_infer(manifest: Path, args, work: Path) -> dict:
 
 def worker_ours(manifest: Path, args, work: Path) -> dict:
     """The stages in workflow order, each called as its rule's script calls it."""
-    from microg4m import detect, filter as clip_filter, motion, scenes, track, tracker
+    from microg4m.stages import detect, filter as clip_filter, motion, scenes, track
+    from microg4m.engines import tracker
 
     cfg = workflow_config()
     det = {**cfg["detect"], "weights": str(args.weights), "imgsz": args.imgsz, "conf": args.conf,
@@ -214,7 +220,7 @@ def worker_ours(manifest: Path, args, work: Path) -> dict:
     p = {k: work / f"{k}.out" for k in OURS_STAGES}
     stats = stage("detect", lambda: detect.run(manifest, p["detect"], **det))
     stage("scenes", lambda: scenes.run(manifest, p["scenes"], **cfg["scenes"]))
-    screened = clip_filter.read_screening(screening)  # the rule passes the unit's ids as a param
+    screened = read_screening(screening)  # the rule passes the unit's ids as a param
     decisions = stage("filter", lambda: clip_filter.run(manifest, p["detect"], p["scenes"], p["filter"],
                                                         screened=screened, **flt))
     stage("motion", lambda: motion.run(manifest, p["motion"], **cfg["motion"]))
@@ -229,12 +235,12 @@ def worker_ours(manifest: Path, args, work: Path) -> dict:
 
 
 def worker_reference(manifest: Path, args, work: Path) -> dict:
-    """The reference recipe (DESIGN.md): YOLO twice per clip, one clip at a time."""
+    """The reference recipe (docs/fidelity.md): YOLO twice per clip, one clip at a time."""
     from scenedetect import ContentDetector, detect as scene_detect
     from ultralytics import YOLO
 
-    from microg4m import motion
-    from microg4m.weights import resolve_weights
+    from microg4m.stages import motion
+    from microg4m.engines.weights import resolve_weights
 
     tracker_cfg = REFERENCE_TRACKER
     if not tracker_cfg.is_file():

@@ -41,7 +41,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from microg4m import demo, footage, media  # noqa: E402
+from microg4m.stages import demo
+from microg4m.common import footage, media  # noqa: E402
 
 sys.path.insert(0, str(REPO / "bench"))
 from oracle import ORACLE, compare  # noqa: E402
@@ -125,8 +126,10 @@ def person_share_check(oracle: Path, res: Path) -> dict:
 def filter_cmc_check(res: Path) -> list[dict]:
     """Person frames of every ok clip with the filter's tracker with and without camera-motion
     compensation; the clips whose keep/reject would differ."""
-    from microg4m import filter as flt, manifest as mf, tracker as bot
-    from microg4m.detect import read_detections
+    from microg4m.stages import filter as flt
+    from microg4m.formats import manifest as mf
+    from microg4m.engines import tracker as bot
+    from microg4m.formats.detections import read_detections
 
     changed, clips_seen = [], 0
     settings = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["filter"]

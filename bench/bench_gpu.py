@@ -15,7 +15,7 @@ clip decodes to 90 frames as in a real run.
 
 For each (runtime, decoder, batch):
   raw   frames/s of the detector on frames already in memory (no decoding);
-  run   frames/s of ``microg4m.detect.run`` on the clips: decoding (the decoder, with
+  run   frames/s of ``microg4m.stages.detect.run`` on the clips: decoding (the decoder, with
         several clips at once on CUDA), batching, inference and the parquet cache,
         after a warm-up run (the export and the model load are not timed; their
         seconds are reported as ``setup_s``).
@@ -42,7 +42,8 @@ import pandas as pd  # noqa: E402
 
 def make_clips(video: Path, n: int, folder: Path) -> Path:
     """``n`` clips of 90 frames by the real trim stage, from ``video`` looped to length."""
-    from microg4m import download, media, trim
+    from microg4m.stages import download, trim
+    from microg4m.common import media
 
     (folder / "download").mkdir(parents=True, exist_ok=True)
     long = folder / "download" / "gpu.mp4"
@@ -58,7 +59,7 @@ def make_clips(video: Path, n: int, folder: Path) -> Path:
 
 
 def default_video() -> Path:
-    from microg4m import footage
+    from microg4m.common import footage
 
     try:
         return footage.footage("vtest")
@@ -74,7 +75,7 @@ def sync(device: str) -> None:
 
 
 def bench_case(manifest: Path, frames: list, runtime: str, decoder: str, batch: int, args, work: Path) -> dict:
-    from microg4m import detect
+    from microg4m.stages import detect
 
     dev = args.device
     t0 = time.perf_counter()
@@ -123,7 +124,10 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "bench_gpu")
     args = p.parse_args(argv)
 
-    from microg4m import detect, media, manifest as mf, runtime as rt
+    from microg4m.stages import detect
+    from microg4m.common import media
+    from microg4m.formats import manifest as mf
+    from microg4m.engines import runtime as rt
 
     if args.device.startswith("cuda"):
         import torch

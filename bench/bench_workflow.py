@@ -34,7 +34,7 @@ stage's jobs, summed seconds and largest RSS (Snakemake's benchmark files) and i
 seconds (each job's process and the children it waited for, from the same sampling:
 Snakemake's own cpu_time misses up to its 30 s sampling interval), and the cores busy
 while a detect job runs (tree CPU over those sampled intervals).
-Every figure carries the CPU's model and instruction sets (microg4m.hardware). Writes
+Every figure carries the CPU's model and instruction sets (microg4m.engines.hardware). Writes
 ``bench/out/bench_workflow.md`` (the README table) and ``bench_workflow.csv``.
 
 Default footage (``bench/out/footage``, built once from package footage like the demo;
@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, git_rev, write_csv  # noqa: E402
 from oracle import compare  # noqa: E402
 
-from microg4m import hardware  # noqa: E402
+from microg4m.engines import hardware  # noqa: E402
 
 import psutil  # noqa: E402  (a Snakemake dependency)
 import yaml  # noqa: E402
@@ -87,7 +87,8 @@ JOB_SCRIPT = re.compile(r"\.snakemake/scripts/tmp[^/]*\.(\w+)\.py$")
 
 def build_footage(folder: Path) -> Path:
     """The default sources (mp4, H.264), made once; existing files are kept."""
-    from microg4m import demo, footage, media
+    from microg4m.stages import demo
+    from microg4m.common import footage, media
 
     folder.mkdir(parents=True, exist_ok=True)
     for name, (src, start, seconds) in DEFAULT_FOOTAGE.items():

@@ -15,7 +15,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 os.environ.setdefault("YOLO_OFFLINE", "1")
 
-from microg4m import manifest as mf  # noqa: E402
+from microg4m.formats import manifest as mf  # noqa: E402
 
 
 def git_rev() -> str:

@@ -24,7 +24,10 @@ from common import REPO, git_rev, write_csv  # noqa: E402
 import numpy as np  # noqa: E402
 import yaml  # noqa: E402
 
-from microg4m import detect, filter as clip_filter, runtime as rt  # noqa: E402
+from microg4m.stages import detect, filter as clip_filter
+from microg4m.engines import runtime as rt  # noqa: E402
+from microg4m.formats.decisions import read_decisions
+from microg4m.formats.detections import read_detections
 
 
 def compare_caches(a, b) -> dict:
@@ -77,15 +80,15 @@ def main(argv=None) -> int:
                 out = tmp / runtime / f"{unit}.parquet"
                 detect.run(manifest, out, runtime=runtime, device="cpu", threads=args.threads,
                            cache=tmp / "exports", **det)
-                c = compare_caches(detect.read_detections(args.results / "detections" / f"{unit}.parquet"),
-                                   detect.read_detections(out))
+                c = compare_caches(read_detections(args.results / "detections" / f"{unit}.parquet"),
+                                   read_detections(out))
                 for k in ("boxes_ref", "boxes", "frames_with_other_boxes"):
                     totals[k] += c[k]
                 for k in ("max_box_diff_px", "max_conf_diff"):
                     totals[k] = max(totals[k], c[k])
                 ours = clip_filter.run(manifest, out, args.results / "scenes" / f"{unit}.tsv",
                                        tmp / runtime / f"{unit}.tsv", **flt)
-                ref = clip_filter.read_decisions(args.results / "filter" / f"{unit}.tsv")
+                ref = read_decisions(args.results / "filter" / f"{unit}.tsv")
                 was = {c: kept(k) for c, k in zip(ref["clip_id"], ref["keep"])}
                 now = {c: kept(k) for c, k in zip(ours["clip_id"], ours["keep"])}
                 clips += len(now)

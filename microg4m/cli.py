@@ -7,26 +7,20 @@ the defaults of config/config.yaml; ``microg4m STAGE --help`` lists its options.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import os
 import sys
 from pathlib import Path
 
-import yaml
 
 
 def _defaults() -> dict:
     """Stage settings from the JSON schema's defaults (= config/config.yaml's values)."""
-    schema = yaml.safe_load((Path(__file__).resolve().parent.parent / "workflow" / "schemas"
-                             / "config.schema.yaml").read_text(encoding="utf-8"))
+    from microg4m import config
 
-    def fill(node):
-        if node.get("type") == "object" and "properties" in node:
-            return {k: fill(v) for k, v in node["properties"].items()}
-        return node.get("default")
-
-    return fill(schema)
+    return config.defaults()
 
 
 def _settings(args: argparse.Namespace, section: dict, overrides: dict) -> dict:
@@ -165,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        from . import media
+        from microg4m.common import media
 
         media.use_ffmpeg(args.ffmpeg)
         result = _dispatch(args, cfg)
@@ -177,22 +171,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _final_tracks(res: Path, unit: str) -> Path:
+    """A unit's tracks with the CVAT corrections applied (what the workflow's export and
+    ledger read), when the workflow wrote them; else the tracker's."""
+    corrected = res / "corrected" / f"{unit}.csv"
+    return corrected if corrected.is_file() else res / "tracks" / f"{unit}.csv"
+
+
 def _dispatch(args: argparse.Namespace, cfg: dict):
     stage = args.stage
     if stage == "download":
-        from . import download
+        from microg4m.stages import download
 
         out = Path(args.out_dir) / f"{args.source_id}.tsv"
         source = {"source_id": args.source_id, "url": args.url, "clip_type": args.clip_type}
         return download.run([source], out, **_settings(args, cfg["download"], {}))[0]
     if stage == "trim":
-        from . import download, trim
+        from microg4m.stages import download, trim
 
         video = Path(args.video)
         sid = args.source_id or video.stem
         out_dir = Path(args.out_dir)
         table = out_dir / "download" / f"{sid}.tsv"
-        record = download.run([{"source_id": sid, "url": str(video.resolve()), "clip_type": "m"}], table)[0]
+        record = download.run([{"source_id": sid, "url": str(video.resolve()), "clip_type": args.clip_type}],
+                                 table)[0]
         if record["status"] != "ok":
             raise ValueError(f"{video}: {record['reason']}")
         clips = out_dir / "clips" / sid
@@ -200,7 +202,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "detect":
         import tempfile
 
-        from . import detect, detector
+        from microg4m.stages import detect, detector
 
         settings = _settings(args, cfg["detect"], {})
         with tempfile.TemporaryDirectory() as tmp:  # as the workflow: the detector first (int8: on these clips)
@@ -209,46 +211,43 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
             return detect.run(args.manifest, args.out, threads=args.threads, cache=args.export_cache,
                               detector=record, **settings)
     if stage == "scenes":
-        from . import scenes
+        from microg4m.stages import scenes
 
         return scenes.run(args.manifest, args.out, **_settings(args, cfg["scenes"], {}))
     if stage == "filter":
-        from . import filter as clip_filter
+        from microg4m.formats.decisions import read_screening
+        from microg4m.stages import filter as clip_filter
 
         settings = _settings(args, cfg["filter"], {})
-        screened = clip_filter.read_screening(settings.pop("screening"))
+        screened = read_screening(settings.pop("screening"))
         return clip_filter.run(args.manifest, args.detections, args.scenes, args.out, screened=screened,
                                **settings)
     if stage == "motion":
-        from . import motion
+        from microg4m.stages import motion
 
         return motion.run(args.manifest, args.out, **_settings(args, cfg["motion"], {}))
     if stage == "track":
-        from . import track
+        from microg4m.stages import track
 
         settings = _settings(args, cfg["track"], {})
         settings.pop("previews", None)
         return track.run(args.manifest, args.detections, args.decisions, args.motion, args.out,
                          contact_sheet=args.contact_sheet, previews_dir=args.previews_dir, **settings)
     if stage == "corrections":
-        from . import corrections
+        from microg4m.stages import corrections
 
         rep = corrections.run(args.tracks, args.manifest, args.decisions, args.files, args.out, args.report)
         return rep.to_csv(sep="\t", index=False)
     if stage == "track-files":
-        from . import trackfiles
+        from microg4m.stages import track_files as trackfiles
 
         return trackfiles.run(args.manifest, args.decisions, args.tracks, args.mot_dir, args.cvat_dir)
     if stage == "export":
-        from . import export
+        from microg4m.stages import export
 
         res = Path(args.results)
         srcs = sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
-
-        def final(s):  # the tracks with the CVAT corrections applied, when the workflow wrote them
-            corrected = res / "corrected" / f"{s}.csv"
-            return corrected if corrected.is_file() else res / "tracks" / f"{s}.csv"
-
+        final = functools.partial(_final_tracks, res)
         downloads = [res / "download" / f"{s}.tsv" for s in srcs]
         return export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
                           decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
@@ -257,13 +256,13 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
                           seed=args.seed, group_by=args.group_by,
                           downloads=downloads if all(p.is_file() for p in downloads) else None)
     if stage == "vqa-draft":
-        from . import vqa_draft
+        from microg4m.vqa import draft as vqa_draft
 
         settings = _settings(args, {k: v for k, v in cfg["vqa"]["draft"].items() if k != "enabled"}, {})
         settings["unanswerable"] = not args.no_unanswerable
         return vqa_draft.run(args.manifest, args.decisions, args.out, downloads=args.downloads, **settings)
     if stage == "vqa-export":
-        from . import vqa_export
+        from microg4m.vqa import export as vqa_export
 
         res = Path(args.results)
         srcs = sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
@@ -271,7 +270,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
                               decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
                               reviews=args.reviews, out_dir=args.out_dir)
     if stage == "ledger":
-        from . import ledger
+        from microg4m.stages import ledger
 
         res = Path(args.results)
         srcs = sorted(p.stem for p in res.glob("download/*.tsv"))
@@ -279,10 +278,10 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
                           [res / "clips" / s / "status.tsv" for s in srcs],
                           [res / "clips" / s / "manifest.tsv" for s in srcs],
                           [res / "filter" / f"{s}.tsv" for s in srcs],
-                          [res / "tracks" / f"{s}.csv" for s in srcs])
+                          [_final_tracks(res, s) for s in srcs])
         return df.to_csv(sep="\t", index=False)
     if stage == "verify":
-        from . import verify
+        from microg4m.stages import verify
 
         settings = _settings(args, cfg["download"], {})
         df = verify.run(args.manifest, args.out, hash=not args.no_hash, **settings)
@@ -303,7 +302,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         return agreement.run(args.files, args.out, label_map=args.label_map, rule=args.rule,
                              report_dir=args.report_dir)
     if stage == "demo-media":
-        from . import demo
+        from microg4m.stages import demo
 
         return str(demo.make(args.name, args.out))
     raise AssertionError(stage)

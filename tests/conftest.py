@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from microg4m import footage as fo
-from microg4m import media
+from microg4m.common import footage as fo
+from microg4m.common import media
 
 REPO = Path(__file__).resolve().parents[1]
 

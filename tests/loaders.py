@@ -152,7 +152,7 @@ def mmaction2_datasets(workdir: Path) -> dict:
                 ("val", cfg.val_dataloader),
                 ("test", cfg.test_dataloader),
             )
-            if Path(loader.dataset.ann_file).is_file()
+            if loader is not None and Path(loader.dataset.ann_file).is_file()
         }
     finally:
         os.chdir(here)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from microg4m import labels
+from microg4m.formats import labels
 from microg4m.annotate import agreement as ag
 from microg4m.cli import main as cli_main
 

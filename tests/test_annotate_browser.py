@@ -15,10 +15,11 @@ import cv2
 import numpy as np
 import pytest
 
-from microg4m import export
-from microg4m import filter as clip_filter
+from microg4m.stages import export
+from microg4m.stages import filter as clip_filter
 
 from test_annotate_store import LABEL_MAP, clip_video, make_app  # noqa: F401  (fixture)
+from microg4m.formats.decisions import read_screening
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = Path("/usr/bin/chromium")
@@ -178,14 +179,14 @@ def test_page_draws_boxes_labels_excludes_and_keeps_state(served):
             browser.close()
 
     # the files are what the workflow reads: the filter's screening, the export's labels
-    assert clip_filter.read_screening(screening) == {"dancer_001"}
+    assert read_screening(screening) == {"dancer_001"}
     srcs = ["dancer", "film"]
     report = export.Report()
     clips = export.load_clips([res / "clips" / s / "manifest.tsv" for s in srcs],
                               [res / "filter" / f"{s}.tsv" for s in srcs], report)
     boxes = export.keyframes(export.load_tracks([res / "tracks" / f"{s}.csv" for s in srcs], clips, report),
                              clips, report)
-    from microg4m import labels
+    from microg4m.formats import labels
 
     valid, problems, dups = export.validate_labels(labels.read_actions(actions), clips, boxes,
                                                    set(labels.read_label_map(LABEL_MAP)["id"]))

@@ -16,13 +16,14 @@ import cv2
 import numpy as np
 import pytest
 
-from microg4m import filter as clip_filter
-from microg4m import labels
+from microg4m.stages import filter as clip_filter
+from microg4m.formats import labels
 from microg4m.annotate.app import create_app
 from microg4m.annotate.errors import Refused
 from microg4m.annotate.results import Results
 from microg4m.annotate.store import Store
-from microg4m.manifest import write_manifest
+from microg4m.formats.manifest import write_manifest
+from microg4m.formats.decisions import read_screening
 
 REPO = Path(__file__).resolve().parents[1]
 LABEL_MAP = REPO / "annotations" / "label_map.pbtxt"
@@ -189,13 +190,13 @@ def test_exclusions_keep_comments_and_the_filter_reads_them(store, work):
     store.set_excluded("dancer_001", True, "camera  shake\n(blurry)")
     store.set_excluded("film_000", True, "")
     assert screening.read_text() == "# screened by hand\nold_007\n\ndancer_001  # camera shake (blurry)\nfilm_000\n"
-    assert clip_filter.read_screening(screening) == {"old_007", "dancer_001", "film_000"}
+    assert read_screening(screening) == {"old_007", "dancer_001", "film_000"}
     store.set_excluded("dancer_001", True, "out of focus #2")  # new reason, same place
     assert screening.read_text().splitlines()[3] == "dancer_001  # out of focus #2"
     assert store.excluded() == {"old_007": "", "dancer_001": "out of focus #2", "film_000": ""}
     store.set_excluded("dancer_001", False)
     assert screening.read_text() == "# screened by hand\nold_007\n\nfilm_000\n"
-    assert clip_filter.read_screening(screening) == {"old_007", "film_000"}
+    assert read_screening(screening) == {"old_007", "film_000"}
     assert not actions.exists()
 
 
@@ -210,7 +211,7 @@ def test_excluded_clip_refuses_labels_and_screened_clip_can_come_back(store, wor
     assert not film.kept and store.results.persons("film_001") == []
     store.set_excluded("film_001", True, "dark")
     store.set_excluded("film_001", False)
-    assert clip_filter.read_screening(screening) == {"dancer_000"}
+    assert read_screening(screening) == {"dancer_000"}
 
 
 @pytest.mark.parametrize("clip, excluded, reason, status, message", [

@@ -25,11 +25,11 @@ import pytest
 from filelock import FileLock
 
 from conftest import ffmpeg, get_footage
-from microg4m import media
-from microg4m.download import RECORD_COLUMNS
-from microg4m.ledger import COLUMNS as LEDGER_COLUMNS
-from microg4m.manifest import COLUMNS as MANIFEST_COLUMNS
-from microg4m.trim import STATUS_COLUMNS
+from microg4m.common import media
+from microg4m.formats.records import RECORD_COLUMNS
+from microg4m.stages.ledger import COLUMNS as LEDGER_COLUMNS
+from microg4m.formats.manifest import COLUMNS as MANIFEST_COLUMNS
+from microg4m.stages.trim import STATUS_COLUMNS
 from workflow import make_workdir, snakemake
 
 H264 = ["-an", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
@@ -362,7 +362,7 @@ def test_a_table_that_is_not_utf8_stops_the_run_naming_line_and_source(tmp_path)
 # --- the pieces behind the records above, alone ------------------------------------------
 
 def test_decoding_errors_summary_is_deterministic():
-    from microg4m.trim import decode_problems
+    from microg4m.stages.trim import decode_problems
 
     a = ("[h264 @ 0x55d31c6c2440] Invalid NAL unit size (2117 > 2069).\n"
          "[h264 @ 0x55d31c6c2440] missing picture in access unit with size 2073\n"
@@ -378,7 +378,7 @@ def test_decoding_errors_summary_is_deterministic():
 
 
 def test_file_urls_are_percent_decoded(tmp_path):
-    from microg4m.sources import normalize_url
+    from microg4m.formats.sources import normalize_url
 
     video = tmp_path / "Café #1 a b.mp4"
     url, local = normalize_url(video.as_uri())  # file:///...Caf%C3%A9%20%231%20a%20b.mp4
@@ -389,7 +389,7 @@ def test_file_urls_are_percent_decoded(tmp_path):
 
 
 def test_hash_inside_a_row_is_not_a_comment(tmp_path):
-    from microg4m.sources import SourcesError, load_sources
+    from microg4m.formats.sources import SourcesError, load_sources
 
     path = tmp_path / "sources.tsv"
     path.write_text("source_id\turl\tclip_type\n# a comment line\n"

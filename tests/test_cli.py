@@ -37,6 +37,17 @@ def test_trim_then_scenes_on_a_video(tmp_path):
     assert list(scenes.clip_id) == ["walk_000", "walk_001"] and list(scenes.cuts) == ["", ""]
 
 
+@pytest.mark.parametrize("clip_type", ["r", "m"])
+def test_trim_clip_type_is_that_of_the_clips(tmp_path, clip_type):
+    video = tmp_path / "walk.mp4"
+    ffmpeg("-i", str(get_footage("pianist")), "-t", "3.5", "-an", "-c:v", "libx264", "-preset", "ultrafast", str(video))
+    cli("trim", str(video), str(tmp_path / "out"), "--max-height", "120", "--clip-type", clip_type)
+    df = pd.read_csv(tmp_path / "out" / "clips" / "walk" / "manifest.tsv", sep="\t", dtype=str)
+    assert list(df.clip_id) == ["walk_000"] and set(df.clip_type) == {clip_type}
+    record = pd.read_csv(tmp_path / "out" / "download" / "walk.tsv", sep="\t", dtype=str)
+    assert list(record.clip_type) == [clip_type]
+
+
 def test_bad_input_gives_a_clear_error(tmp_path):
     bad = tmp_path / "notes.mp4"
     bad.write_text("not a video")

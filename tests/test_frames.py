@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from microg4m import frames, manifest, media
+from microg4m.stages import frames
+from microg4m.formats import manifest
+from microg4m.common import media
 
 from conftest import get_footage, make_clip
+from microg4m.formats.frame_lists import write_frame_lists
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +101,7 @@ def test_rerun_is_byte_identical(source, tmp_path):
 
 
 def test_frame_lists_as_released(tmp_path):
-    frames.write_frame_lists(
+    write_frame_lists(
         tmp_path, {"train": ["-Y04Zic1-r4_074"], "val": [], "test": ["b_001"]}, {"-Y04Zic1-r4_074": 90, "b_001": 3}
     )
     train = (tmp_path / "train.csv").read_text().splitlines()

@@ -153,7 +153,7 @@ def differences(ref: Path, res: Path, only=None) -> list[str]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     # the download records hold the download time: both runs take it from SOURCE_DATE_EPOCH
-    # (microg4m/provenance.py), or no two runs could be byte-identical
+    # (microg4m/formats/provenance.py), or no two runs could be byte-identical
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SOURCE_DATE_EPOCH", "1767225600")
         return _runs(tmp_path_factory)

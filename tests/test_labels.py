@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from microg4m import labels
+from microg4m.formats import labels
 
 from conftest import REPO
+from labels_io import read_actions_table, write_actions_table, write_label_map
 
 LABEL_MAP = REPO / "annotations" / "label_map.pbtxt"
 ACTIONS_TABLE = REPO / "annotations" / "actions_table.csv"
@@ -35,7 +36,7 @@ def test_released_label_map_parses_and_round_trips(tmp_path):
         lo, hi = spans[r.label_type]
         assert lo <= r.id <= hi, r
     out = tmp_path / "label_map.pbtxt"
-    labels.write_label_map(df, out)
+    write_label_map(df, out)
     assert out.read_bytes() == LABEL_MAP.read_bytes()
     assert slowfast_read_labelmap(out) == list(zip(df["id"], df["name"]))
 
@@ -43,9 +44,9 @@ def test_released_label_map_parses_and_round_trips(tmp_path):
 def test_actions_table_is_generated_from_the_label_map(tmp_path):
     df = labels.read_label_map(LABEL_MAP)
     out = tmp_path / "actions_table.csv"
-    labels.write_actions_table(df, out)
+    write_actions_table(df, out)
     assert ACTIONS_TABLE.read_bytes() == out.read_bytes(), "regenerate annotations/actions_table.csv"
-    table = labels.read_actions_table(ACTIONS_TABLE)
+    table = read_actions_table(ACTIONS_TABLE)
     assert table.equals(df)
     assert table.loc[table["id"] == 79, "name"].item() == "talk to (e.g., self, a person, a group)"
 

@@ -9,13 +9,16 @@ tested alone on hand-made ledgers.
 from __future__ import annotations
 
 import hashlib
+import io
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
 
-from microg4m import ledger as lg
-from microg4m.download import RECORD_COLUMNS, read_records
-from microg4m.sources import load_sources
+from microg4m.stages import ledger as lg
+from microg4m.formats.records import RECORD_COLUMNS, read_records
+from microg4m.formats.sources import load_sources
 from test_bad_inputs import bad_inputs_run
 
 
@@ -43,6 +46,13 @@ def test_columns_and_one_row_per_source_and_clip(ledger):
     assert not ledger[ledger.level == "source"].source_id.duplicated().any()
     clips = ledger[ledger.level == "clip"]
     assert not clips.clip_id.duplicated().any() and (clips.clip_id != "").all()
+
+
+def test_the_cli_ledger_is_the_workflows(run, ledger):
+    # both read the corrected tracks (corrected/, the workflow's track_files output)
+    out = subprocess.run([sys.executable, "-m", "microg4m.cli", "ledger", str(run / "results")],
+                         capture_output=True, text=True, check=True).stdout
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(out), sep="\t", dtype=str, keep_default_na=False), ledger)
 
 
 def test_every_source_of_the_table_appears_once(run, ledger):

@@ -7,7 +7,7 @@ import stat
 import imageio_ffmpeg
 import pytest
 
-from microg4m import media
+from microg4m.common import media
 
 
 @pytest.fixture(autouse=True)

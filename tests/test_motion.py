@@ -9,7 +9,10 @@ import pandas as pd
 import pytest
 
 from conftest import ffmpeg, get_footage
-from microg4m import manifest as mf, media, motion
+from microg4m.formats import manifest as mf
+from microg4m.common import media
+from microg4m.stages import motion
+from microg4m.formats.motion import read_motion
 
 X264 = ("-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p")
 
@@ -68,7 +71,7 @@ def test_run_writes_the_table(clips, tmp_path):
     assert list(pd.read_csv(out, sep="\t")["level"]) == ["low", "high", "high"]
     motion.run(clips / "manifest.tsv", out, method="normalized", normalized_high_threshold=0.02)
     assert list(pd.read_csv(out, sep="\t")["level"]) == ["low", "low", "low"]
-    assert motion.read_motion(out) == {"m_000": "low", "m_001": "low", "m_002": "low"}
+    assert read_motion(out) == {"m_000": "low", "m_001": "low", "m_002": "low"}
 
 
 def test_flow_scores_of_a_known_shift():

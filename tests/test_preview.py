@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 
 from conftest import get_footage, make_clip
-from microg4m import media, preview
-from microg4m.track import COLUMNS
+from microg4m.common import media
+from microg4m.report import preview
+from microg4m.stages.track import COLUMNS
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def test_clip_preview_is_h264_with_boxes(clip, tmp_path):
 def test_contact_sheet_is_capped_and_tiles_are_small():
     import numpy as np
 
-    from microg4m import preview
+    from microg4m.report import preview
 
     clips = [f"s_{i:03d}" for i in range(400)]
     picked = preview.sheet_clips(clips)

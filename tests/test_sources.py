@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from microg4m.sources import SourcesError, load_sources, normalize_url
+from microg4m.formats.sources import SourcesError, load_sources, normalize_url
 
 
 def write(tmp_path, text):

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from microg4m import splits
+from microg4m.formats import splits
 
 
 def generated(seed: int):

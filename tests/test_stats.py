@@ -14,7 +14,8 @@ import io
 
 import pandas as pd
 
-from microg4m import labels, stats
+from microg4m.formats import labels
+from microg4m.report import stats
 
 from conftest import REPO
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from microg4m import export
-from microg4m import filter as clip_filter
+from microg4m.stages import export
+from microg4m.stages import filter as clip_filter
 from microg4m.annotate.team.server import create_app
 
 from team_setup import HEADER, SCREENING_HEADER, history_rows, make_project, password, serving
 from test_annotate_browser import ARGS, BGR, CHROMIUM, near
 from test_annotate_store import LABEL_MAP, clip_video  # noqa: F401  (fixture)
+from microg4m.formats.decisions import read_screening
 
 playwright = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason="needs Debian's chromium (apt-get install chromium)")
@@ -173,7 +174,7 @@ def test_two_annotators_an_adjudicator_and_the_export(team):
     assert actions.read_text() == HEADER + ("dancer_000,r,1,14\ndancer_000,r,1,12\ndancer_000,r,2,17\n"
                                             "dancer_001,r,1,14\n")
     assert screening.read_text() == SCREENING_HEADER + "film_000  # too dark\n"
-    assert clip_filter.read_screening(screening) == {"film_000"}
+    assert read_screening(screening) == {"film_000"}
     conn = project.connect()
     assert project.rebuild(conn, check=True)["differ"] == []
     conn.close()

@@ -33,7 +33,7 @@ import yaml
 from microg4m import cli
 from microg4m.annotate.team import accounts
 from microg4m.annotate.team.db import connect
-from microg4m.manifest import write_manifest
+from microg4m.formats.manifest import write_manifest
 
 from team_setup import Client, password
 from test_annotate_store import LABEL_MAP

@@ -16,11 +16,11 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from microg4m import vqa_export
+from microg4m.vqa import export as vqa_export
 from microg4m.annotate.team import assign, text_agreement, vqa_review
 from microg4m.annotate.team.db import CHANGES, FINAL, SCHEMA, connect
 from microg4m.annotate.team.server import create_app
-from microg4m.vqa import UNANSWERABLE
+from microg4m.vqa.rules import UNANSWERABLE
 
 from team_setup import Client, history_rows, make_project, serving
 from test_vqa_review import RELEASED_SCHEMA
@@ -364,7 +364,7 @@ def test_the_server_settings_match_the_schema_and_the_config():
     from microg4m.annotate.serving import ServerSettings
 
     repo = Path(__file__).resolve().parents[1]
-    schema = yaml.safe_load((repo / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    schema = yaml.safe_load((repo / "microg4m" / "schemas" / "config.schema.yaml").read_text())
     server = schema["properties"]["team"]["properties"]["server"]["properties"]
     config = yaml.safe_load((repo / "config" / "config.yaml").read_text())["team"]["server"]
     defaults = {k: v["default"] for k, v in server.items()}

@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from microg4m import vqa_export
+from microg4m.vqa import export as vqa_export
 from microg4m.annotate.team import vqa_review
 from microg4m.annotate.team.server import create_app
 

@@ -1,7 +1,7 @@
 """Tracking: BoT-SORT (ultralytics, boxmot) on a real YOLO detection cache of real footage.
 
 One source with five 90-frame clips is built once per session (real footage, real
-weights, ``microg4m.detect``); each test writes its own filter decisions and runs
+weights, ``microg4m.stages.detect``); each test writes its own filter decisions and runs
 ``track.run``. The tracker loop is checked against ultralytics' own ``model.track`` on
 the same clips, and the reference's record rules are unit-tested on tracker outputs
 built by hand.
@@ -16,8 +16,12 @@ import pandas as pd
 import pytest
 
 from conftest import ffmpeg, get_footage, make_clip
-from microg4m import detect, export, manifest as mf, media, motion, track, tracker as bot
-from microg4m.track import Adapt, Box, Rules
+from microg4m.stages import detect, export, motion, track
+from microg4m.formats import manifest as mf
+from microg4m.common import media
+from microg4m.engines import tracker as bot
+from microg4m.stages.track import Adapt, Box, Rules
+from microg4m.formats.motion import read_motion
 
 LOW = Adapt(5, 3, 0.10)
 HIGH = Adapt(3, 2, 0.20)
@@ -83,7 +87,7 @@ def run_track(source, tmp_path, clips, name="tracks.csv", motion_rows=None, **se
 
 
 def test_motion_levels_of_the_source(source):
-    levels = motion.read_motion(source / "motion.tsv")
+    levels = read_motion(source / "motion.tsv")
     # t_003 turns grey after frame 8: its corners are lost and, as in the reference, only
     # the pairs measured until then count (the cut to grey moves them a lot)
     assert levels == {"t_000": "low", "t_001": "low", "t_002": "low", "t_003": "high", "t_004": "high"}

@@ -4,8 +4,9 @@ import pandas as pd
 import pytest
 
 from conftest import ffmpeg, get_footage
-from microg4m import media, trim
-from microg4m.manifest import read_manifest
+from microg4m.common import media
+from microg4m.stages import trim
+from microg4m.formats.manifest import read_manifest
 
 
 def download_table(results, source_id, **fields):

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from microg4m.units import AUTO_MAX, make_units, per_job
+from microg4m.common.units import AUTO_MAX, make_units, per_job
 from workflow import dry_run_jobs, make_workdir
 
 # the stages that run one job per unit; detector, versions, export, ledger and all run once

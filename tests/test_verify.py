@@ -10,7 +10,10 @@ import pytest
 
 from conftest import ffmpeg, get_footage
 from loopback import serve
-from microg4m import cli, download, provenance, verify
+from microg4m import cli
+from microg4m.stages import download, verify
+from microg4m.formats import provenance
+from microg4m.formats.records import records_frame
 
 
 def _clip(src, out, seconds):
@@ -36,7 +39,7 @@ def dataset(tmp_path):
         records = download.run(sources, out)
         assert all(r["status"] == "ok" for r in records), records
         export = tmp_path / "export"
-        provenance.write_export_files(export, provenance.read_records([out]), {s["source_id"]: 1 for s in sources})
+        provenance.write_export_files(export, records_frame([out]), {s["source_id"]: 1 for s in sources})
         yield {"www": www, "films": films, "export": export, "base": base}
 
 

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from microg4m import vqa_draft
+from microg4m.vqa import draft as vqa_draft
 from test_annotate_browser import ARGS, CHROMIUM
 from test_annotate_store import clip_video, make_app  # noqa: F401  (fixture)
 from vlm_stub import CAPTION, DOWN, StubVLM

@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 import yaml
 
-from microg4m import vqa_draft
-from microg4m.download import RECORD_COLUMNS
-from microg4m.manifest import write_manifest
-from microg4m.media import read_frames
-from microg4m.vlm import frame_indices, sample_frames
-from microg4m.vqa import MAX_PAIRS, UNANSWERABLE, warnings_for
+from microg4m.vqa import draft as vqa_draft
+from microg4m.formats.records import RECORD_COLUMNS
+from microg4m.formats.manifest import write_manifest
+from microg4m.common.media import read_frames
+from microg4m.vqa.vlm import frame_indices, sample_frames
+from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, warnings_for
 from test_annotate_store import clip_video  # noqa: F401  (fixture)
 from vlm_stub import CAPTION, DOWN, ERROR_ONCE, MALFORMED_QA, NOT_JSON, OK, SLOW_ONCE, StubVLM
 from workflow import make_workdir, snakemake

@@ -12,10 +12,10 @@ import jsonschema
 import pandas as pd
 import pytest
 
-from microg4m import vqa, vqa_export
-from microg4m.manifest import write_manifest
-from microg4m.vqa import MAX_PAIRS, UNANSWERABLE, VQAError
-from microg4m.vqa_rank import MalformedReply, parse_candidates, refine
+from microg4m.vqa import rules as vqa, export as vqa_export
+from microg4m.formats.manifest import write_manifest
+from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, VQAError
+from microg4m.vqa.rank import MalformedReply, parse_candidates, refine
 from test_annotate_store import clip_video, make_app  # noqa: F401  (fixture)
 from vlm_stub import CANDIDATES, CAPTION
 
@@ -274,7 +274,7 @@ def test_the_export_without_reviews_is_an_empty_list(tmp_path):
 def test_the_config_and_the_schema_agree_on_the_vqa_defaults():
     import yaml
 
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())["properties"]["vqa"]
+    schema = yaml.safe_load((REPO / "microg4m" / "schemas" / "config.schema.yaml").read_text())["properties"]["vqa"]
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["vqa"]
     assert config["reviews"] == schema["properties"]["reviews"]["default"]
     assert config["draft"] == {k: v["default"] for k, v in schema["properties"]["draft"]["properties"].items()}

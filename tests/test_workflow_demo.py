@@ -2,9 +2,9 @@
 
 import pytest
 
-from microg4m import media
-from microg4m.download import read_records
-from microg4m.manifest import read_manifest
+from microg4m.common import media
+from microg4m.formats.records import read_records
+from microg4m.formats.manifest import read_manifest
 from workflow import make_workdir, snakemake
 
 

@@ -17,7 +17,8 @@ from yt_dlp.extractor.youtube.jsc.provider import JsChallengeProviderError
 
 import fake_youtube
 import loopback
-from microg4m import download, versions, ytdlp_options
+from microg4m.stages import download, versions
+from microg4m.engines import ytdlp_options
 
 
 class _Logger:
@@ -92,7 +93,7 @@ def test_the_start_check_names_what_is_wrong(tmp_path, caplog):
     assert any(p.startswith("download.cookies_from_browser 'netscape': unsupported browser") for p in found), found
     assert any("download.cookies" in p and "no such file" in p for p in found), found
     assert any("download.impersonate 'nosuchbrowser'" in p for p in found), found
-    with caplog.at_level(logging.WARNING, logger="microg4m.download"):
+    with caplog.at_level(logging.WARNING, logger="microg4m.stages.download"):
         download.check_setup({"cookies": str(tmp_path / "cookies.txt")})
     assert "yt-dlp set-up: download.cookies" in caplog.text
 

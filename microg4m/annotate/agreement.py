@@ -37,9 +37,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..atomic import write_text, write_tsv
-from ..export import MAX_ACTIONS
-from ..labels import ACTIONS_COLUMNS, read_actions, read_label_map
+from microg4m.common.atomic import write_text, write_tsv
+from microg4m.formats.labels import MAX_ACTIONS
+from microg4m.formats.labels import ACTIONS_COLUMNS, read_actions, read_label_map
 
 RULES = ("majority", "union", "all")
 

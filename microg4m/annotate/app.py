@@ -25,9 +25,9 @@ from pathlib import Path
 from flask import Flask, Response, jsonify, render_template, request, send_file
 from werkzeug.exceptions import HTTPException
 
-from .. import preview
-from ..export import MAX_ACTIONS
-from ..labels import LABEL_TYPES, read_label_map
+from microg4m.report import preview
+from microg4m.formats.labels import MAX_ACTIONS
+from microg4m.formats.labels import LABEL_TYPES, read_label_map
 from .errors import Refused
 from .frames import FrameCache
 from .guard import LOOPBACK, allowed_hosts, install as install_guard

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import cv2
 
-from ..media import MediaError, iter_frames
+from microg4m.common.media import MediaError, iter_frames
 from .errors import Refused
 
 JPEG_QUALITY = 85

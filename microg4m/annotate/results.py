@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..filter import read_decisions
-from ..manifest import read_manifest
+from microg4m.formats.decisions import read_decisions
+from microg4m.formats.manifest import read_manifest
 from .errors import Refused
 
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from flask import Flask, jsonify, request
 
-from ..vqa import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
+from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
 from .errors import Refused
 from .results import Results
 from .vqa_store import DRAFT_FIELDS, VQAStore

@@ -1,6 +1,6 @@
 """The reviewed captions and QA pairs: one JSON file under annotations/ (``vqa.reviews``).
 
-Layout (``microg4m.vqa.read_reviews`` reads it, the VQA export uses it)::
+Layout (``microg4m.vqa.rules.read_reviews`` reads it, the VQA export uses it)::
 
     {"version": 1, "clips": {"<clip>": {"caption": "...", "qa_pairs": [{"Q": "...", "A": "..."}],
       "reviewed": true, "reviewer": "alice", "updated": "<UTC time>",
@@ -9,7 +9,7 @@ Layout (``microg4m.vqa.read_reviews`` reads it, the VQA export uses it)::
 Only a person's save on the page writes an entry; the drafting stage writes its drafts
 under results/vqa_drafts/ and never this file, so a draft never overwrites a person's
 edit. Every save re-reads the file under the folder lock that the labels use, checks the
-rules (microg4m.vqa), refuses a save based on an older version of the entry (another tab
+rules (microg4m.vqa.rules), refuses a save based on an older version of the entry (another tab
 or person saved in between) and writes the file back atomically.
 """
 
@@ -21,8 +21,8 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..atomic import write_text
-from ..vqa import VQAError, check_entry, read_drafts, read_reviews_doc
+from microg4m.common.atomic import write_text
+from microg4m.vqa.rules import VQAError, check_entry, read_drafts, read_reviews_doc
 from .errors import Refused
 from .results import Results
 from .store import folder_lock

@@ -4,14 +4,15 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from microg4m import corrections as _corrections
-from microg4m import demo as _demo
-from microg4m import units as _units
-from microg4m.filter import read_screening
-from microg4m.runtime import uses_gpu
-from microg4m.sources import load_sources, normalize_url
+from microg4m import config as _config
+from microg4m.common import units as _units
+from microg4m.engines.runtime import uses_gpu
+from microg4m.formats.decisions import read_screening
+from microg4m.formats.sources import load_sources, normalize_url
+from microg4m.stages import corrections as _corrections
+from microg4m.stages import demo as _demo
 
-validate(config, workflow.source_path("../schemas/config.schema.yaml"))
+validate(config, str(_config.CONFIG_SCHEMA))
 
 # The sources table is validated before any job runs; a bad row stops here with a
 # message naming the row, the field and the reason.
@@ -137,7 +138,7 @@ def actions_input(wildcards):
 
 
 # ---------------------------------------------------------------- captions and VQA (rules/vqa.smk)
-from microg4m.vqa import EXPORT_STAT_FILES as VQA_STAT_FILES
+from microg4m.vqa.rules import EXPORT_STAT_FILES as VQA_STAT_FILES
 
 
 def vqa_reviews_input(wildcards):

@@ -5,7 +5,7 @@ rule demo_media:
     log:
         "resources/demo/logs/{name}.log",
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     params:
         ffmpeg=config["ffmpeg"],
     script:

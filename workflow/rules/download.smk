@@ -13,7 +13,7 @@ rule download:
     benchmark:
         R("benchmarks/download/{unit}.tsv")
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     params:
         sources=unit_sources,
         settings=config["download"],

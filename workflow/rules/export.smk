@@ -1,23 +1,3 @@
-rule frames:
-    """JPEG frames of the kept clips of a source, for training."""
-    input:
-        manifest=R("clips/{unit}/manifest.tsv"),
-        decisions=R("filter/{unit}.tsv"),
-    output:
-        R("frames/{unit}.tsv"),
-    log:
-        R("logs/frames/{unit}.log"),
-    benchmark:
-        R("benchmarks/frames/{unit}.tsv")
-    conda:
-        "../../envs/microg4m.yaml"
-    params:
-        jpeg_quality=config["export"]["jpeg_quality"],
-        ffmpeg=config["ffmpeg"],
-    script:
-        "../scripts/frames.py"
-
-
 rule export:
     """AVA CSVs, label map, annotation template, splits, frame lists and statistics; the
     sources' provenance (sources.csv, redownload.tsv) and the datasheet."""
@@ -46,7 +26,7 @@ rule export:
     benchmark:
         R("benchmarks/export.tsv")
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     params:
         split=config["export"]["split"],
         correction_problems=CORRECTION_PROBLEMS,

@@ -1,21 +1,3 @@
-rule scenes:
-    """PySceneDetect cut frames of every clip of a source."""
-    input:
-        R("clips/{unit}/manifest.tsv"),
-    output:
-        R("scenes/{unit}.tsv"),
-    log:
-        R("logs/scenes/{unit}.log"),
-    benchmark:
-        R("benchmarks/scenes/{unit}.tsv")
-    conda:
-        "../../envs/microg4m.yaml"
-    params:
-        settings=config["scenes"],
-    script:
-        "../scripts/scenes.py"
-
-
 rule filter:
     """Keep clips with enough person frames and no scene cut; every decision with its reason."""
     input:
@@ -29,7 +11,7 @@ rule filter:
     benchmark:
         R("benchmarks/filter/{unit}.tsv")
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     params:
         settings={k: v for k, v in config["filter"].items() if k != "screening"},
         screened=screened_clips,

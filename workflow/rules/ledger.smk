@@ -27,6 +27,6 @@ rule ledger:
     benchmark:
         R("benchmarks/ledger.tsv")
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     script:
         "../scripts/ledger.py"

@@ -1,21 +1,3 @@
-rule motion:
-    """Optical-flow motion score and level of every clip of a source."""
-    input:
-        R("clips/{unit}/manifest.tsv"),
-    output:
-        R("motion/{unit}.tsv"),
-    log:
-        R("logs/motion/{unit}.log"),
-    benchmark:
-        R("benchmarks/motion/{unit}.tsv")
-    conda:
-        "../../envs/microg4m.yaml"
-    params:
-        settings=config["motion"],
-    script:
-        "../scripts/motion.py"
-
-
 rule track:
     """Motion-adaptive BoT-SORT on the kept clips, from the detection cache."""
     input:
@@ -35,7 +17,7 @@ rule track:
     benchmark:
         R("benchmarks/track/{unit}.tsv")
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     resources:
         gpu=1 if config["track"]["reid_weights"] else 0,
     params:

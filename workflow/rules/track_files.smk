@@ -14,6 +14,6 @@ rule track_files:
     log:
         R("logs/track_files/{unit}.log"),
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     script:
         "../scripts/track_files.py"

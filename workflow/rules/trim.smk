@@ -10,7 +10,7 @@ rule trim:
     benchmark:
         R("benchmarks/trim/{unit}.tsv")
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     params:
         settings=config["trim"],
         ffmpeg=config["ffmpeg"],

@@ -13,7 +13,7 @@ rule versions:
     log:
         R("logs/versions.log"),
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     params:
         ffmpeg=config["ffmpeg"],
     script:

@@ -16,7 +16,7 @@ rule vqa_draft:
     benchmark:
         R("benchmarks/vqa_draft/{unit}.tsv")
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     params:
         settings={k: v for k, v in config["vqa"]["draft"].items() if k != "enabled"},
     script:
@@ -51,6 +51,6 @@ rule vqa_export:
     log:
         R("logs/vqa_export.log"),
     conda:
-        "../../envs/microg4m.yaml"
+        "../envs/microg4m.yaml"
     script:
         "../scripts/vqa_export.py"

@@ -1,5 +1,5 @@
-from microg4m import demo
-from microg4m.smk import start
+from microg4m.stages import demo
+from microg4m.common.smk import start
 
 start(snakemake)
 demo.make(snakemake.wildcards.name, snakemake.output[0])

@@ -1,7 +1,7 @@
-from microg4m import detect
-from microg4m.rejection import Rejection
-from microg4m.runtime import default_cache
-from microg4m.smk import start
+from microg4m.stages import detect
+from microg4m.formats.rejection import Rejection
+from microg4m.engines.runtime import default_cache
+from microg4m.common.smk import start
 
 start(snakemake)
 rules = snakemake.params.rejection

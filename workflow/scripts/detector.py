@@ -1,6 +1,6 @@
-from microg4m import detector
-from microg4m.runtime import default_cache
-from microg4m.smk import start
+from microg4m.stages import detector
+from microg4m.engines.runtime import default_cache
+from microg4m.common.smk import start
 
 start(snakemake)
 detector.run(

@@ -1,5 +1,5 @@
-from microg4m import corrections, export
-from microg4m.smk import start
+from microg4m.stages import corrections, export
+from microg4m.common.smk import start
 
 start(snakemake)
 export.run(

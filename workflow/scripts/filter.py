@@ -1,5 +1,5 @@
-from microg4m import filter as clip_filter
-from microg4m.smk import start
+from microg4m.stages import filter as clip_filter
+from microg4m.common.smk import start
 
 start(snakemake)
 clip_filter.run(

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from microg4m import frames
-from microg4m.smk import start
+from microg4m.stages import frames
+from microg4m.common.smk import start
 
 start(snakemake)
 frames.run(

@@ -1,5 +1,5 @@
-from microg4m import motion
-from microg4m.smk import start
+from microg4m.stages import motion
+from microg4m.common.smk import start
 
 start(snakemake)
 motion.run(snakemake.input[0], snakemake.output[0], **snakemake.params.settings)

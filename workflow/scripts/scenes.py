@@ -1,5 +1,5 @@
-from microg4m import scenes
-from microg4m.smk import start
+from microg4m.stages import scenes
+from microg4m.common.smk import start
 
 start(snakemake)
 scenes.run(snakemake.input[0], snakemake.output[0], **snakemake.params.settings)

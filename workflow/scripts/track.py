@@ -1,5 +1,5 @@
-from microg4m import track
-from microg4m.smk import start
+from microg4m.stages import track
+from microg4m.common.smk import start
 
 start(snakemake)
 track.run(

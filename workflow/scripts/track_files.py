@@ -1,5 +1,5 @@
-from microg4m import corrections, trackfiles
-from microg4m.smk import start
+from microg4m.stages import corrections, track_files as trackfiles
+from microg4m.common.smk import start
 
 start(snakemake)
 corrections.run(

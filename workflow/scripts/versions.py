@@ -1,5 +1,5 @@
-from microg4m import versions
-from microg4m.smk import start
+from microg4m.stages import versions
+from microg4m.common.smk import start
 
 start(snakemake)
 versions.run(snakemake.output[0])

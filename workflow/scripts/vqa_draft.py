@@ -1,5 +1,5 @@
-from microg4m import vqa_draft
-from microg4m.smk import start
+from microg4m.vqa import draft as vqa_draft
+from microg4m.common.smk import start
 
 start(snakemake)
 vqa_draft.run(

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from microg4m import vqa_export
-from microg4m.smk import start
+from microg4m.vqa import export as vqa_export
+from microg4m.common.smk import start
 
 start(snakemake)
 vqa_export.run(

@@ -10,7 +10,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from ...cli import _defaults
+from microg4m.config import defaults as _defaults
 from . import accounts
 from .db import connect
 from .history import HistoryError

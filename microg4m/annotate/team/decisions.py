@@ -22,7 +22,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 
-from ...export import MAX_ACTIONS
+from microg4m.formats.labels import MAX_ACTIONS
 from ..errors import Refused
 from ..store import MAX_REASON
 from . import history

@@ -23,8 +23,8 @@ import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...atomic import write_text
-from ...labels import ACTIONS_COLUMNS
+from microg4m.common.atomic import write_text
+from microg4m.formats.labels import ACTIONS_COLUMNS
 from ..store import SCREENING_HEADER, Store, folder_lock
 from . import history
 from .db import FINAL, IMPORT, get_meta, set_meta, transaction

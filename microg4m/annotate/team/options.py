@@ -12,9 +12,8 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
-DEFAULT_CONFIG = "config/config.yaml"
+from microg4m import config
+from microg4m.config import DEFAULT_CONFIG
 
 
 @dataclass(frozen=True)
@@ -87,14 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="write nothing; exit 1 when a file differs from what the history gives")
 
 
-def _get(cfg: dict, dotted: str, defaults: dict):
-    for source in (cfg, defaults):
-        node = source
-        for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if node is not None:
-            return node
-    return None
+_get = config.get
 
 
 def settings(args: argparse.Namespace, defaults: dict) -> Settings:
@@ -102,12 +94,7 @@ def settings(args: argparse.Namespace, defaults: dict) -> Settings:
     path = args.configfile or (DEFAULT_CONFIG if Path(DEFAULT_CONFIG).is_file() else None)
     cfg = {}
     if path is not None:
-        try:
-            cfg = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ValueError(f"--configfile {path}: cannot read ({exc})") from None
-        if not isinstance(cfg, dict):
-            raise ValueError(f"--configfile {path}: not a mapping")
+        cfg = config.read(path)
 
     def pick(option, key):
         value = getattr(args, option, None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ...labels import read_label_map
+from microg4m.formats.labels import read_label_map
 from ..results import Results
 from ..vqa_store import Drafts
 from . import accounts, assign, history, report, text_agreement, vqa_review

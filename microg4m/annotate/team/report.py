@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...atomic import write_text, write_tsv
-from ...labels import ACTIONS_COLUMNS
+from microg4m.common.atomic import write_text, write_tsv
+from microg4m.formats.labels import ACTIONS_COLUMNS
 from ..agreement import Labels, compare
 from .db import FINAL
 from .decisions import Snapshot, decision, status

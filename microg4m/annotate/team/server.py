@@ -31,8 +31,8 @@ from types import SimpleNamespace
 from flask import Flask, Response, g, jsonify, redirect, render_template, request, send_file
 from werkzeug.exceptions import HTTPException
 
-from ...export import MAX_ACTIONS
-from ...labels import LABEL_TYPES
+from microg4m.formats.labels import MAX_ACTIONS
+from microg4m.formats.labels import LABEL_TYPES
 from ..app import _inside, palette_rgb
 from ..errors import Refused
 from ..frames import FrameCache

@@ -23,7 +23,7 @@ over the clips an annotator is done with):
   distance from the draft, the pair counts and shares, clips with a final, how many of
   those the adjudicator changed and the share;
 * question types (``text_question_types.tsv``): the Wh-form of each question
-  (microg4m.vqa.question_type) in the drafts, each reviewer's versions and the finals;
+  (microg4m.vqa.rules.question_type) in the drafts, each reviewer's versions and the finals;
 * ``text_summary.json``: clips per status and the overall shares.
 """
 
@@ -37,8 +37,8 @@ from pathlib import Path
 import pandas as pd
 from rapidfuzz.distance import Levenshtein
 
-from ...atomic import write_text, write_tsv
-from ...vqa import QUESTION_TYPES, question_type
+from microg4m.common.atomic import write_text, write_tsv
+from microg4m.vqa.rules import QUESTION_TYPES, question_type
 from .vqa_review import ClipTexts, same, status
 
 SIMILAR = 0.5

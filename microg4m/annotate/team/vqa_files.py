@@ -1,6 +1,6 @@
 """The reviews file the workflow reads (``vqa.reviews``), made from the final texts only.
 
-Layout: the one single-user mode writes (vqa_store.py), read by ``microg4m.vqa`` and the
+Layout: the one single-user mode writes (vqa_store.py), read by ``microg4m.vqa.rules`` and the
 ``vqa_export`` rule, with one entry per clip that has a final text (vqa_review.py)::
 
     {"version": 1, "written_by": "microg4m team", "clips": {"<clip>": {"caption": "...",
@@ -24,7 +24,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ...vqa import VQAError, check_entry, read_reviews_doc
+from microg4m.vqa.rules import VQAError, check_entry, read_reviews_doc
 from ..store import folder_lock
 from . import history
 from .db import FINAL, IMPORT, get_meta, now, set_meta, transaction

@@ -22,7 +22,7 @@ The status of a clip's text, like that of its labels (decisions.py):
   sets one;
 * ``resolved``: an adjudicator set the final text; it stays, whatever the reviewers do.
 
-The rules of single-user mode hold for every version and every final (microg4m.vqa:
+The rules of single-user mode hold for every version and every final (microg4m.vqa.rules:
 at most six pairs, at most one unanswerable pair answered exactly "Not mentioned").
 Every function that writes runs in the caller's transaction and returns the seqs of the
 history rows it appended.
@@ -34,7 +34,7 @@ import json
 import sqlite3
 from dataclasses import dataclass, field
 
-from ...vqa import VQAError, check_entry, one_line
+from microg4m.vqa.rules import VQAError, check_entry, one_line
 from ..errors import Refused
 from . import history
 from .db import AUTO, FINAL, now

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from flask import Flask, g, jsonify, render_template, request
 
-from ...vqa import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
+from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
 from ..app import palette_rgb
 from . import assign, text_agreement, vqa_review
 from .db import FINAL, transaction

@@ -1,0 +1,1 @@
+"""Inference engines: runtimes and hardware, model weights and export, the tracker, yt-dlp."""

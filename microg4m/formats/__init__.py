@@ -1,0 +1,1 @@
+"""The files that two parts share: their columns, readers and writers."""

@@ -1,0 +1,1 @@
+"""Reports: statistics, previews, the datasheet."""

@@ -1,0 +1,158 @@
+"""Trim stage: cut one source into exact 3-second, 30 fps clips in one ffmpeg pass.
+
+The reference's settings: segment muxer, 3 s segments, timestamps reset per segment,
+forced keyframes every 3 s, libx264, 30 fps, no audio. Every kept clip is checked by
+decoding: it has exactly 90 frames or it is dropped and recorded with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import cv2
+import pandas as pd
+
+from microg4m import CLIP_SECONDS
+from microg4m.common import media
+from microg4m.common.atomic import write_tsv
+from microg4m.formats.records import read_records
+from microg4m.formats.manifest import clip_id, write_manifest
+
+
+def _video_filter(max_height: int | None) -> str:
+    # Start at t=0 (force_key_frames and the segment cuts count from there), then even
+    # dimensions (yuv420p needs them), optionally capped. The frame rate is set by the
+    # output option -r, as the reference does: with ffmpeg 5.1 the fps filter picks other
+    # source frames for a 25 fps source than -r does (with ffmpeg 9 both agree).
+    steps = ["setpts=PTS-STARTPTS"]
+    height = f"2*trunc(min(ih\\,{int(max_height)})/2)" if max_height else "2*trunc(ih/2)"
+    width = "-2" if max_height else "2*trunc(iw/2)"
+    steps.append(f"scale={width}:{height}")
+    steps.append("setsar=1")
+    return ",".join(steps)
+
+
+def decode_problems(stderr: str) -> str:
+    """A one-line, deterministic summary of the errors ffmpeg survived ('' when none).
+
+    ffmpeg exits 0 on a corrupt or truncated source (it skips what it cannot decode and
+    the constant-rate output fills the gap), so its messages are the only trace. Their order and
+    numbers vary between runs (threads), hence only the sorted distinct kinds are kept.
+    """
+    kinds = set()
+    for line in stderr.splitlines():
+        line = re.sub(r" @ 0x[0-9a-fA-F]+", "", line).strip()
+        line = re.sub(r"\(.*?\)|-?\b(0x[0-9a-fA-F]+|\d+)\b", "", line)
+        line = " ".join(line.split()).rstrip(" .,:")
+        if line and not line.startswith("Last message repeated"):
+            kinds.add(line)
+    if not kinds:
+        return ""
+    what = "source truncated" if any("partial file" in k for k in kinds) else "source has corrupt data"
+    return f"{what}: ffmpeg decoding errors ({'; '.join(sorted(kinds)[:3])})"
+
+
+def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
+                   max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> "Segments":
+    """Run the one-pass segmenting ffmpeg; return the segment files in order (a list whose
+    ``problems`` attribute summarizes the decoding errors ffmpeg survived, see decode_problems)."""
+    pattern = out_dir / f"{source_id}_%03d.mp4"
+    stderr = media.run_ffmpeg([
+        "-i", str(video), "-map", "0:v:0", "-an", "-sn", "-dn",
+        "-vf", _video_filter(max_height), "-r", str(fps), "-fps_mode", "cfr",
+        "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
+        "-force_key_frames", f"expr:gte(t,n_forced*{CLIP_SECONDS})",
+        # segment_time_delta of half a frame: ffmpeg's documented remedy for keyframes
+        # whose time rounds to just under the boundary (else a segment spans 6 s).
+        "-f", "segment", "-segment_time", str(CLIP_SECONDS),
+        "-segment_time_delta", f"{0.5 / fps:.6f}", "-reset_timestamps", "1",
+        "-segment_start_number", "0", "-segment_format", "mp4",
+        str(pattern),
+    ], what=str(video))
+    return Segments(sorted(out_dir.glob(f"{source_id}_*.mp4")), decode_problems(stderr))
+
+
+class Segments(list):
+    """The segment files in order, with ``problems``: ffmpeg's survived errors ('' if none)."""
+
+    def __init__(self, paths, problems: str = ""):
+        super().__init__(paths)
+        self.problems = problems
+
+
+def _decode_check(path: Path) -> tuple[int, int, int]:
+    """(frames, width, height) by decoding the clip."""
+    cap = cv2.VideoCapture(str(path))
+    width, height = int(cap.get(cv2.CAP_PROP_FRAME_WIDTH)), int(cap.get(cv2.CAP_PROP_FRAME_HEIGHT))
+    cap.release()
+    return media.count_frames(path), width, height
+
+
+STATUS_COLUMNS = ["source_id", "status", "reason", "clips", "dropped"]
+
+
+def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
+                max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> tuple[dict, list[dict]]:
+    """Trim the video of one download record into ``clip_dir``: (status row, manifest rows)."""
+    source_id, clip_type = record["source_id"], record["clip_type"]
+    for old in clip_dir.glob(f"{source_id}_*.mp4"):  # leftovers of an earlier run
+        old.unlink()
+    for old in clip_dir.glob(f".{source_id}.*"):  # segment folders of a killed run
+        shutil.rmtree(old, ignore_errors=True)
+    if record["status"] != "ok":
+        return {"source_id": source_id, "status": "skipped", "reason": f"download failed: {record['reason']}",
+                "clips": 0, "dropped": 0}, []
+    expected = CLIP_SECONDS * int(fps)
+    rows: list[dict] = []
+    tmp = Path(tempfile.mkdtemp(prefix=f".{source_id}.", dir=clip_dir))
+    try:
+        try:
+            segments = segment_source(results / record["path"], tmp, source_id, fps=fps,
+                                      max_height=max_height, crf=crf, preset=preset)
+            error = None
+        except media.MediaError as exc:
+            segments, error = Segments([]), str(exc)
+        for seg in segments:
+            seq = int(seg.stem.rsplit("_", 1)[1])
+            frames, width, height = _decode_check(seg)
+            ok = frames == expected
+            if ok:
+                os.replace(seg, clip_dir / seg.name)
+                reason = ""
+            elif seg == segments[-1] and frames < expected:
+                reason = f"final clip shorter than {CLIP_SECONDS} s ({frames} frames)"
+            else:
+                reason = f"{frames} decoded frames, expected {expected}"
+            rows.append({"clip_id": clip_id(source_id, seq), "source_id": source_id,
+                         "clip_type": clip_type, "seq": seq, "start_s": seq * CLIP_SECONDS,
+                         "frames": frames, "width": width, "height": height,
+                         "status": "ok" if ok else "dropped", "reason": reason})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    n_ok = sum(r["status"] == "ok" for r in rows)
+    if error and not n_ok:
+        status = {"status": "failed", "reason": error}
+    else:
+        notes = [error or ("" if n_ok else f"no clip of {CLIP_SECONDS} s (source too short)"), segments.problems]
+        status = {"status": "ok", "reason": "; ".join(n for n in notes if n)}
+    return {"source_id": source_id, **status, "clips": n_ok, "dropped": len(rows) - n_ok}, rows
+
+
+def run(downloads: str | os.PathLike, manifest: str | os.PathLike, status: str | os.PathLike,
+        **settings) -> list[dict]:
+    """Trim every source of a download table into ``clips/{unit}/``; write manifest + status."""
+    downloads, manifest = Path(downloads), Path(manifest)
+    results = downloads.parent.parent
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    statuses, rows = [], []
+    for record in read_records(downloads):
+        st, clip_rows = trim_source(record, results, manifest.parent, **settings)
+        statuses.append(st)
+        rows.extend(clip_rows)
+    write_tsv(status, pd.DataFrame(statuses, columns=STATUS_COLUMNS))
+    write_manifest(manifest, rows)
+    return statuses

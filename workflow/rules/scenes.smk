@@ -1,0 +1,16 @@
+rule scenes:
+    """PySceneDetect cut frames of every clip of a source."""
+    input:
+        R("clips/{unit}/manifest.tsv"),
+    output:
+        R("scenes/{unit}.tsv"),
+    log:
+        R("logs/scenes/{unit}.log"),
+    benchmark:
+        R("benchmarks/scenes/{unit}.tsv")
+    conda:
+        "../envs/microg4m.yaml"
+    params:
+        settings=config["scenes"],
+    script:
+        "../scripts/scenes.py"
