@@ -32,10 +32,12 @@ rule export:
         ),
         label_map=config["export"]["label_map"],
         actions=actions_input,
+        duplicates=DUPLICATE_PAIRS,
+        contamination=DUPLICATE_CONTAMINATION,
     output:
         report(
             directory(R("export")),
-            patterns=["statistics/{name}.png", "{name}_report.tsv"],
+            patterns=["statistics/{name}.png", "{name}_report.tsv", "duplicates{name}.tsv"],
             caption="../report/statistics.rst",
             category="3. Statistics",
         ),

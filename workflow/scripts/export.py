@@ -11,5 +11,9 @@ export.run(
     label_map=snakemake.input.label_map,
     frames=list(snakemake.input.frames),
     notes=corrections.not_used(snakemake.params.correction_problems, snakemake.input.corrections),
+    duplicate_pairs=snakemake.input.duplicates[0] if snakemake.input.duplicates else None,
+    contamination=(
+        snakemake.input.contamination[0] if snakemake.input.contamination else None
+    ),
     **snakemake.params.split,
 )

@@ -1,0 +1,320 @@
+"""Duplicates stage: near-duplicate clip pairs across sources, from the signatures.
+
+Matching (see docs/duplicates.md):
+
+1. Every informative sampled frame of every clip goes into a multi-index hash table
+   (``hash_index``), with its mirror image's hash. The frames of the clips to compare
+   (a new or changed unit; all of them in a first run) look up the frames within
+   ``max_frame_distance`` bits there, of clips of *other* sources.
+2. Each clip pair that shares such a frame is aligned: the Hamming distances of all
+   their sampled frame pairs, grouped by time lag, give per lag the mean distance over
+   the frames both clips have (informative ones only). The best lag with at least
+   ``min_overlap_s`` of common time gives ``offset_s`` and
+   ``similarity = 1 - mean distance / 32`` (1: the same hashes; 0: as far apart as
+   unrelated frames are on average), clipped to [0, 1]. A pair is kept when the
+   similarity is at least ``min_similarity``. A mirrored copy is aligned with the
+   mirror hashes (``mirrored = True``).
+
+``offset_s``: clip_b at time t shows what clip_a shows at ``t + offset_s`` (a re-upload
+that starts 1.2 s later than its original, cut into 3-s clips, gives pairs with
+offsets 1.2 and -1.8 s). Pairs are ordered ``clip_a < clip_b`` (by source, then clip).
+
+Incremental: the signatures, pairs and the file states (size, mtime) of the last run
+are kept in ``cache_dir``. A run compares only the clips of new or changed signature
+files, against the index of all clips; pairs among unchanged files are taken from the
+cache. The result equals a fresh run's: the lookups are symmetric (frame and mirror
+hashes on both sides) and the alignment looks at every lag. Changed settings (or a
+missing or unreadable cache) compare everything again.
+
+Reference signature files (e.g. public test sets, made with ``microg4m
+reference-signatures``) join the index; their matches with dataset clips go to the
+contamination table, never to the pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .atomic import atomic_path, write_text, write_tsv
+from .hash_index import HashIndex, popcount
+from .signatures import read_signatures
+
+log = logging.getLogger(__name__)
+
+PAIR_COLUMNS = ["clip_a", "clip_b", "source_a", "source_b", "similarity", "offset_s", "mirrored", "overlap_s"]
+CONTAMINATION_COLUMNS = ["clip_id", "source_id", "reference_clip", "reference_set", "similarity", "offset_s",
+                         "mirrored", "overlap_s"]
+CACHE_VERSION = 1
+ALIGN_BATCH = 4_000_000  # frame pairs aligned per pass (bounds memory)
+
+
+# ---------------------------------------------------------------- the catalogue of all clips
+
+
+class Catalog:
+    """All sampled frames, clip after clip in a canonical order (dataset clips, then
+    reference clips; by source, clip, time), with per-clip start, length and source."""
+
+    def __init__(self, samples: pd.DataFrame) -> None:
+        s = samples.sort_values(["reference", "source_id", "clip_id", "t_s"], kind="stable").reset_index(drop=True)
+        self.hash = s["hash"].to_numpy(np.int64)
+        self.mirror = s["mirror"].to_numpy(np.int64)
+        self.informative = s["informative"].to_numpy(bool)
+        first = ~s.duplicated(["reference", "clip_id"])
+        starts = np.flatnonzero(first.to_numpy())
+        clips = s.loc[first, ["clip_id", "source_id", "reference", "unit"]].reset_index(drop=True)
+        clips["start"] = starts
+        clips["n"] = np.diff(np.append(starts, len(s)))
+        self.clips = clips
+        self.clip_of = np.repeat(np.arange(len(clips)), clips["n"].to_numpy())
+        self.k = np.arange(len(s)) - np.repeat(starts, clips["n"].to_numpy())  # sample number in its clip
+        source_key = clips["reference"].astype(str) + "\x00" + clips["source_id"]
+        self.source_code = pd.factorize(source_key)[0]
+        self.step = self._step(s)
+
+    @staticmethod
+    def _step(s: pd.DataFrame) -> float:
+        if s.empty:
+            return 0.0
+        steps = (2 * s.groupby(["reference", "clip_id"], sort=False)["t_s"].transform("first")).round(6)
+        if steps.nunique() > 1:
+            units = s.groupby(steps)["unit"].first().to_dict()
+            raise ValueError("signature tables sampled at different steps: "
+                             + ", ".join(f"{u} every {st:g} s" for st, u in units.items())
+                             + "; make them with the same duplicates.signature.step_s")
+        return float(steps.iloc[0])
+
+
+# ---------------------------------------------------------------- matching
+
+
+def _frames(cat: Catalog, positions: np.ndarray, mirror: bool) -> pd.DataFrame:
+    """``clip, mir, hash`` of the frames at ``positions`` (and their mirrors), each
+    distinct hash once per clip (a still shot repeats one hash)."""
+    parts = [pd.DataFrame({"clip": cat.clip_of[positions], "mir": 0, "hash": cat.hash[positions]})]
+    if mirror:
+        parts.append(pd.DataFrame({"clip": cat.clip_of[positions], "mir": 1, "hash": cat.mirror[positions]}))
+    return pd.concat(parts, ignore_index=True).drop_duplicates().reset_index(drop=True)
+
+
+def candidate_pairs(cat: Catalog, query_clips: np.ndarray, *, radius: int, mirror: bool,
+                    chunks: int, flips: int) -> pd.DataFrame:
+    """Clip pairs ``a < b`` (catalogue order) of different sources, ``mirrored`` or not,
+    with at least one frame pair within ``radius`` bits found in the index; one side
+    among ``query_clips``. The index holds every informative frame and its mirror; the
+    queries are the frames of ``query_clips`` and their mirrors (a mirror against a
+    mirror repeats frame against frame and is skipped), so a pair is found the same way
+    whichever of its clips is the query."""
+    inf = np.flatnonzero(cat.informative)
+    entries = _frames(cat, inf, mirror)
+    queries = _frames(cat, inf[np.isin(cat.clip_of[inf], query_clips)], mirror)
+    qi, ei, _ = HashIndex(entries["hash"].to_numpy(), chunks, flips).search(queries["hash"].to_numpy(), radius)
+    q_mir, e_mir = queries["mir"].to_numpy()[qi], entries["mir"].to_numpy()[ei]
+    ca, cb = queries["clip"].to_numpy()[qi], entries["clip"].to_numpy()[ei]
+    reference = cat.clips["reference"].to_numpy()
+    keep = (q_mir + e_mir < 2) & (cat.source_code[ca] != cat.source_code[cb]) & ~(reference[ca] & reference[cb])
+    pairs = pd.DataFrame({"a": np.minimum(ca, cb)[keep], "b": np.maximum(ca, cb)[keep],
+                          "mirrored": (q_mir ^ e_mir)[keep].astype(bool)}).drop_duplicates()
+    return pairs.sort_values(["a", "b", "mirrored"]).reset_index(drop=True)
+
+
+def align(cat: Catalog, cands: pd.DataFrame, *, min_overlap_s: float) -> pd.DataFrame:
+    """Best lag of each candidate (a, b, mirrored): ``a, b, mirrored, lag, n, mean_d``.
+
+    All sampled frame pairs of the two clips are compared; frame k of a and frame j of b
+    are at lag k - j. Lags with fewer than ``min_overlap_s`` of informative common time
+    are left out; among the rest the smallest mean distance wins (ties: the smallest
+    |lag|, then the smaller lag).
+    """
+    cols = ["a", "b", "mirrored", "lag", "n", "mean_d"]
+    if cands.empty:
+        return pd.DataFrame(columns=cols)
+    start = cat.clips["start"].to_numpy()
+    length = cat.clips["n"].to_numpy()
+    min_n = max(1, int(np.ceil(min_overlap_s / cat.step - 1e-9)))
+    out = []
+    cells = length[cands["a"].to_numpy()] * length[cands["b"].to_numpy()]
+    for lo, hi in _batches(cells, ALIGN_BATCH):
+        part = cands.iloc[lo:hi]
+        a, b, m = part["a"].to_numpy(), part["b"].to_numpy(), part["mirrored"].to_numpy()
+        na, nb = length[a], length[b]
+        size = na * nb
+        c = np.repeat(np.arange(len(part)), size)
+        cell = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+        ka, kb = cell // nb[c], cell % nb[c]
+        ia, ib = start[a][c] + ka, start[b][c] + kb
+        hb = np.where(m[c], cat.mirror[ib], cat.hash[ib])
+        both = cat.informative[ia] & cat.informative[ib]
+        d = popcount(cat.hash[ia] ^ hb).astype(np.int64)
+        lag = ka - kb
+        groups = np.cumsum(na + nb - 1) - (na + nb - 1)  # first group of each candidate
+        g = groups[c] + lag + nb[c] - 1
+        total = int((na + nb - 1).sum())
+        n = np.bincount(g, weights=both, minlength=total)
+        dsum = np.bincount(g, weights=d * both, minlength=total)
+        gc = np.repeat(np.arange(len(part)), na + nb - 1)
+        glag = np.arange(total) - np.repeat(groups, na + nb - 1) - np.repeat(nb, na + nb - 1) + 1
+        ok = n >= min_n
+        if not ok.any():
+            continue
+        res = pd.DataFrame({"c": gc[ok], "lag": glag[ok], "n": n[ok].astype(int), "mean_d": dsum[ok] / n[ok]})
+        res["abs_lag"] = res["lag"].abs()
+        best = res.sort_values(["c", "mean_d", "abs_lag", "lag"], kind="stable").drop_duplicates("c")
+        out.append(pd.DataFrame({"a": a[best["c"]], "b": b[best["c"]], "mirrored": m[best["c"]],
+                                 "lag": best["lag"].to_numpy(), "n": best["n"].to_numpy(),
+                                 "mean_d": best["mean_d"].to_numpy()}))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=cols)
+
+
+def _batches(sizes: np.ndarray, limit: int):
+    """Consecutive (lo, hi) slices whose sizes add up to about ``limit`` (at least one item)."""
+    lo, total = 0, 0
+    for i, size in enumerate(sizes):
+        if total and total + size > limit:
+            yield lo, i
+            lo, total = i, 0
+        total += int(size)
+    if lo < len(sizes):
+        yield lo, len(sizes)
+
+
+def match(cat: Catalog, query_clips: np.ndarray, *, max_frame_distance: int = 12, min_similarity: float = 0.5,
+          min_overlap_s: float = 1.0, mirror: bool = True, chunks: int = 3, flips: int = 1) -> pd.DataFrame:
+    """Pairs (PAIR_COLUMNS plus ``reference_a/b``) with one clip among ``query_clips``."""
+    cands = candidate_pairs(cat, query_clips, radius=max_frame_distance, mirror=mirror, chunks=chunks, flips=flips)
+    al = align(cat, cands, min_overlap_s=min_overlap_s)
+    if al.empty:
+        return _pairs_frame(cat, al)
+    al["similarity"] = np.clip(1 - al["mean_d"].astype(float) / 32, 0, 1)
+    al = al[al["similarity"] >= min_similarity - 1e-12]
+    # one row per clip pair: the better of plain and mirrored (ties: plain)
+    al = al.sort_values(["a", "b", "similarity", "mirrored"], ascending=[True, True, False, True], kind="stable")
+    return _pairs_frame(cat, al.drop_duplicates(["a", "b"]))
+
+
+def _pairs_frame(cat: Catalog, al: pd.DataFrame) -> pd.DataFrame:
+    clips = cat.clips
+    a, b = al["a"].to_numpy(int), al["b"].to_numpy(int)
+    return pd.DataFrame({
+        "clip_a": clips["clip_id"].to_numpy()[a], "clip_b": clips["clip_id"].to_numpy()[b],
+        "source_a": clips["source_id"].to_numpy()[a], "source_b": clips["source_id"].to_numpy()[b],
+        "similarity": np.round(al["similarity"].to_numpy(float) if "similarity" in al else [], 3),
+        "offset_s": np.round(al["lag"].to_numpy(float) * cat.step, 3),
+        "mirrored": al["mirrored"].to_numpy(bool),
+        "overlap_s": np.round(al["n"].to_numpy(float) * cat.step, 3),
+        "reference_a": clips["reference"].to_numpy(bool)[a], "reference_b": clips["reference"].to_numpy(bool)[b],
+    })
+
+
+# ---------------------------------------------------------------- the stage, with its cache
+
+
+def _stat(path: str | os.PathLike) -> list[int]:
+    st = os.stat(path)
+    return [st.st_size, st.st_mtime_ns]
+
+
+def _load_cache(cache_dir: Path, settings: dict) -> tuple[dict, pd.DataFrame, pd.DataFrame] | None:
+    try:
+        state = json.loads((cache_dir / "state.json").read_text(encoding="utf-8"))
+        if state.get("version") != CACHE_VERSION or state.get("settings") != settings:
+            return None
+        samples = pd.read_parquet(cache_dir / "samples.parquet")
+        pairs = pd.read_parquet(cache_dir / "pairs.parquet")
+        return state["files"], samples, pairs
+    except (OSError, ValueError, KeyError) as exc:
+        if (cache_dir / "state.json").exists():
+            log.warning("duplicates: cache %s unusable (%s); comparing everything", cache_dir, exc)
+        return None
+
+
+def _save_cache(cache_dir: Path, settings: dict, files: dict, samples: pd.DataFrame, pairs: pd.DataFrame) -> None:
+    (cache_dir / "state.json").unlink(missing_ok=True)  # no state = no cache, until all is written
+    for name, df in (("samples", samples), ("pairs", pairs)):
+        with atomic_path(cache_dir / f"{name}.parquet", suffix=".tmp.parquet") as tmp:
+            df.to_parquet(tmp, index=False)
+    write_text(cache_dir / "state.json", json.dumps({"version": CACHE_VERSION, "settings": settings,
+                                                     "files": files}, indent=1, sort_keys=True))
+
+
+def _read(path: str, reference: bool) -> pd.DataFrame:
+    df = read_signatures(path)
+    return df.assign(reference=reference, unit=str(path))
+
+
+def run(signatures: Sequence[str | os.PathLike], out: str | os.PathLike, *, cache_dir: str | os.PathLike,
+        references: Iterable[str | os.PathLike] = (), contamination: str | os.PathLike | None = None,
+        max_frame_distance: int = 12, min_similarity: float = 0.5, min_overlap_s: float = 1.0,
+        mirror: bool = True, chunks: int = 3, flips: int = 1) -> dict:
+    """Write the pairs table ``out`` (and ``contamination``); return counts."""
+    settings = dict(max_frame_distance=max_frame_distance, min_similarity=min_similarity,
+                    min_overlap_s=min_overlap_s, mirror=mirror, chunks=chunks, flips=flips)
+    cache_dir = Path(cache_dir)
+    wanted = {str(p): False for p in signatures} | {str(p): True for p in references}
+    files = {p: _stat(p) for p in wanted if Path(p).is_file()}
+    for p in sorted(set(wanted) - set(files)):
+        log.error("duplicates: %s: no such signature file; left out", p)
+
+    cached = _load_cache(cache_dir, settings)
+    old_files, samples, pairs = cached if cached else ({}, None, None)
+    same = {p for p in files if old_files.get(p) == files[p]} if cached else set()
+    fresh = sorted(set(files) - same)
+    parts = [samples[samples["unit"].isin(same)]] if cached else []
+    for p in fresh:
+        try:
+            parts.append(_read(p, wanted[p]))
+        except (OSError, ValueError) as exc:
+            log.error("duplicates: %s: unreadable signature table (%s); left out", p, exc)
+            files.pop(p)
+    all_samples = pd.concat(parts, ignore_index=True) if parts else None
+    if all_samples is None or all_samples.empty:
+        all_samples = _read_empty()
+    cat = Catalog(all_samples)
+    query = np.flatnonzero(cat.clips["unit"].isin(fresh).to_numpy())
+    new_pairs = match(cat, query, **settings)
+    if cached:
+        kept_units = set(cat.clips.loc[~cat.clips["unit"].isin(fresh), "unit"])
+        units = dict(zip(cat.clips["clip_id"] + "\x00" + cat.clips["reference"].astype(str), cat.clips["unit"]))
+        ua = (pairs["clip_a"] + "\x00" + pairs["reference_a"].astype(str)).map(units)
+        ub = (pairs["clip_b"] + "\x00" + pairs["reference_b"].astype(str)).map(units)
+        old = pairs[ua.isin(kept_units) & ub.isin(kept_units)]
+        new_pairs = pd.concat([old, new_pairs], ignore_index=True)
+    new_pairs = new_pairs.sort_values(["reference_a", "reference_b", "source_a", "source_b", "clip_a", "clip_b"],
+                                      kind="stable").reset_index(drop=True)
+    dataset = new_pairs[~new_pairs["reference_a"] & ~new_pairs["reference_b"]]
+    write_tsv(out, dataset[PAIR_COLUMNS])
+    contam = new_pairs[new_pairs["reference_b"] & ~new_pairs["reference_a"]]
+    if contamination is not None:
+        write_tsv(contamination, pd.DataFrame({
+            "clip_id": contam["clip_a"], "source_id": contam["source_a"], "reference_clip": contam["clip_b"],
+            "reference_set": contam["source_b"], "similarity": contam["similarity"], "offset_s": contam["offset_s"],
+            "mirrored": contam["mirrored"], "overlap_s": contam["overlap_s"]})[CONTAMINATION_COLUMNS])
+    _save_cache(cache_dir, settings, files, all_samples, new_pairs)
+    summary = {"clips": int(len(cat.clips)), "compared": int(len(query)), "pairs": int(len(dataset)),
+               "contaminated": int(len(contam)), "files_new_or_changed": len(fresh)}
+    log.info("duplicates: %s", summary)
+    return summary
+
+
+def _read_empty() -> pd.DataFrame:
+    from .signatures import empty
+
+    return empty().assign(reference=pd.Series(dtype=bool), unit=pd.Series(dtype=str))
+
+
+def read_pairs(path: str | os.PathLike) -> pd.DataFrame:
+    """A pairs table written by :func:`run`."""
+    df = pd.read_csv(path, sep="\t", dtype={"clip_a": str, "clip_b": str, "source_a": str, "source_b": str},
+                     keep_default_na=False)
+    missing = [c for c in PAIR_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: not a duplicates table (missing column(s) {', '.join(missing)})")
+    return df[PAIR_COLUMNS].astype({"similarity": float, "offset_s": float, "overlap_s": float}).assign(
+        mirrored=df["mirrored"].astype(str).str.lower().isin(["true", "1"]))
