@@ -51,87 +51,135 @@ log = logging.getLogger(__name__)
 PAIR_COLUMNS = ["clip_a", "clip_b", "source_a", "source_b", "similarity", "offset_s", "mirrored", "overlap_s"]
 CONTAMINATION_COLUMNS = ["clip_id", "source_id", "reference_clip", "reference_set", "similarity", "offset_s",
                          "mirrored", "overlap_s"]
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 ALIGN_BATCH = 4_000_000  # frame pairs aligned per pass (bounds memory)
 
 
 # ---------------------------------------------------------------- the catalogue of all clips
 
 
+SAMPLE_COLUMNS = ["t_s", "hash", "mirror", "informative"]
+CLIP_COLUMNS = ["clip_id", "source_id", "reference", "unit", "start", "n"]
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``start .. start + length - 1`` of each range, one after the other."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    offsets = np.repeat(np.asarray(starts, dtype=np.int64) - (np.cumsum(lengths) - lengths), lengths)
+    return offsets + np.arange(int(lengths.sum()))
+
+
+def split_table(table: pd.DataFrame, reference: bool, unit: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A signature table as (clips: CLIP_COLUMNS, samples: SAMPLE_COLUMNS): the ids once
+    per clip, the samples clip after clip (strings per sample would fill the memory)."""
+    t = table.sort_values(["clip_id", "t_s"], kind="stable").reset_index(drop=True)
+    first = ~t["clip_id"].duplicated()
+    starts = np.flatnonzero(first.to_numpy())
+    clips = t.loc[first, ["clip_id", "source_id"]].reset_index(drop=True)
+    clips = clips.assign(reference=reference, unit=unit, start=starts, n=np.diff(np.append(starts, len(t))))
+    return clips[CLIP_COLUMNS], t[SAMPLE_COLUMNS]
+
+
 class Catalog:
     """All sampled frames, clip after clip in a canonical order (dataset clips, then
     reference clips; by source, clip, time), with per-clip start, length and source."""
 
-    def __init__(self, samples: pd.DataFrame) -> None:
-        s = samples.sort_values(["reference", "source_id", "clip_id", "t_s"], kind="stable").reset_index(drop=True)
-        self.hash = s["hash"].to_numpy(np.int64)
-        self.mirror = s["mirror"].to_numpy(np.int64)
-        self.informative = s["informative"].to_numpy(bool)
-        first = ~s.duplicated(["reference", "clip_id"])
-        starts = np.flatnonzero(first.to_numpy())
-        clips = s.loc[first, ["clip_id", "source_id", "reference", "unit"]].reset_index(drop=True)
-        clips["start"] = starts
-        clips["n"] = np.diff(np.append(starts, len(s)))
-        self.clips = clips
-        self.clip_of = np.repeat(np.arange(len(clips)), clips["n"].to_numpy())
-        self.k = np.arange(len(s)) - np.repeat(starts, clips["n"].to_numpy())  # sample number in its clip
-        source_key = clips["reference"].astype(str) + "\x00" + clips["source_id"]
+    def __init__(self, parts: list[tuple[pd.DataFrame, pd.DataFrame]]) -> None:
+        clips, samples, offset = [], [], 0
+        for c, smp in parts:
+            clips.append(c.assign(start=c["start"].to_numpy() + offset))
+            samples.append(smp)
+            offset += len(smp)
+        empty = split_table(pd.DataFrame(columns=["clip_id", "source_id", *SAMPLE_COLUMNS]), False, "")
+        c = pd.concat(clips, ignore_index=True) if clips else empty[0]
+        smp = pd.concat(samples, ignore_index=True) if samples else empty[1]
+        c = c.sort_values(["reference", "source_id", "clip_id"], kind="stable").reset_index(drop=True)
+        take = _ranges(c["start"].to_numpy(), c["n"].to_numpy())
+        self.hash = smp["hash"].to_numpy(np.int64)[take]
+        self.mirror = smp["mirror"].to_numpy(np.int64)[take]
+        self.informative = smp["informative"].to_numpy(bool)[take]
+        t_s = smp["t_s"].to_numpy(float)[take]
+        n = c["n"].to_numpy(np.int64)
+        c["start"] = np.cumsum(n) - n
+        self.clips = c
+        self.clip_of = np.repeat(np.arange(len(c)), n)
+        source_key = c["reference"].astype(str) + "\x00" + c["source_id"]
         self.source_code = pd.factorize(source_key)[0]
-        self.step = self._step(s)
+        self.step = self._step(c, t_s)
+        self.t_s = t_s
 
     @staticmethod
-    def _step(s: pd.DataFrame) -> float:
-        if s.empty:
+    def _step(clips: pd.DataFrame, t_s: np.ndarray) -> float:
+        """The sampling step (samples at (k + 0.5) * step): one for all tables."""
+        if clips.empty:
             return 0.0
-        steps = (2 * s.groupby(["reference", "clip_id"], sort=False)["t_s"].transform("first")).round(6)
+        steps = pd.Series(np.round(2 * t_s[clips["start"].to_numpy()], 6))
         if steps.nunique() > 1:
-            units = s.groupby(steps)["unit"].first().to_dict()
+            units = clips.groupby(steps.to_numpy())["unit"].first().to_dict()
             raise ValueError("signature tables sampled at different steps: "
                              + ", ".join(f"{u} every {st:g} s" for st, u in units.items())
                              + "; make them with the same duplicates.signature.step_s")
         return float(steps.iloc[0])
+
+    def samples(self) -> pd.DataFrame:
+        return pd.DataFrame({"t_s": self.t_s, "hash": self.hash, "mirror": self.mirror,
+                             "informative": self.informative})
 
 
 # ---------------------------------------------------------------- matching
 
 
 def _frames(cat: Catalog, positions: np.ndarray, mirror: bool) -> pd.DataFrame:
-    """``clip, mir, hash`` of the frames at ``positions`` (and their mirrors), each
-    distinct hash once per clip (a still shot repeats one hash)."""
-    parts = [pd.DataFrame({"clip": cat.clip_of[positions], "mir": 0, "hash": cat.hash[positions]})]
+    """``clip, k, mir, hash`` of the frames at ``positions`` (and of their mirrors), each
+    distinct hash once per clip, at its first sample k (a still shot repeats one hash)."""
+    k = positions - cat.clips["start"].to_numpy()[cat.clip_of[positions]]
+    parts = [pd.DataFrame({"clip": cat.clip_of[positions], "k": k, "mir": 0, "hash": cat.hash[positions]})]
     if mirror:
-        parts.append(pd.DataFrame({"clip": cat.clip_of[positions], "mir": 1, "hash": cat.mirror[positions]}))
-    return pd.concat(parts, ignore_index=True).drop_duplicates().reset_index(drop=True)
+        parts.append(pd.DataFrame({"clip": cat.clip_of[positions], "k": k, "mir": 1, "hash": cat.mirror[positions]}))
+    frames = pd.concat(parts, ignore_index=True)
+    return frames.drop_duplicates(["clip", "mir", "hash"]).reset_index(drop=True)
 
 
 def candidate_pairs(cat: Catalog, query_clips: np.ndarray, *, radius: int, mirror: bool,
                     chunks: int, flips: int) -> pd.DataFrame:
-    """Clip pairs ``a < b`` (catalogue order) of different sources, ``mirrored`` or not,
-    with at least one frame pair within ``radius`` bits found in the index; one side
-    among ``query_clips``. The index holds every informative frame and its mirror; the
-    queries are the frames of ``query_clips`` and their mirrors (a mirror against a
-    mirror repeats frame against frame and is skipped), so a pair is found the same way
-    whichever of its clips is the query."""
+    """Candidate alignments ``a, b, mirrored, lag`` (clips a < b in catalogue order, of
+    different sources): a frame pair within ``radius`` bits found in the index, at lag
+    ``k_a - k_b``, and the lags next to it (the copy may be sampled half a step apart).
+
+    One clip of each pair is among ``query_clips``. The index holds every informative
+    frame and its mirror; the queries are the frames of ``query_clips`` and their mirrors
+    (a mirror against a mirror repeats frame against frame and is skipped). The lookup
+    is symmetric, so a pair and its lags are found the same whichever clip is the query.
+    """
     inf = np.flatnonzero(cat.informative)
     entries = _frames(cat, inf, mirror)
     queries = _frames(cat, inf[np.isin(cat.clip_of[inf], query_clips)], mirror)
-    qi, ei, _ = HashIndex(entries["hash"].to_numpy(), chunks, flips).search(queries["hash"].to_numpy(), radius)
+    qi, ei, _ = HashIndex(entries["hash"].to_numpy(), chunks, flips).search(
+        queries["hash"].to_numpy(), radius, query_groups=cat.source_code[queries["clip"].to_numpy()],
+        entry_groups=cat.source_code[entries["clip"].to_numpy()])
     q_mir, e_mir = queries["mir"].to_numpy()[qi], entries["mir"].to_numpy()[ei]
-    ca, cb = queries["clip"].to_numpy()[qi], entries["clip"].to_numpy()[ei]
+    cq, ce = queries["clip"].to_numpy()[qi], entries["clip"].to_numpy()[ei]
+    kq, ke = queries["k"].to_numpy()[qi], entries["k"].to_numpy()[ei]
     reference = cat.clips["reference"].to_numpy()
-    keep = (q_mir + e_mir < 2) & (cat.source_code[ca] != cat.source_code[cb]) & ~(reference[ca] & reference[cb])
-    pairs = pd.DataFrame({"a": np.minimum(ca, cb)[keep], "b": np.maximum(ca, cb)[keep],
-                          "mirrored": (q_mir ^ e_mir)[keep].astype(bool)}).drop_duplicates()
-    return pairs.sort_values(["a", "b", "mirrored"]).reset_index(drop=True)
+    keep = (q_mir + e_mir < 2) & (cat.source_code[cq] != cat.source_code[ce]) & ~(reference[cq] & reference[ce])
+    q_first = cq < ce
+    a, b = np.where(q_first, cq, ce)[keep], np.where(q_first, ce, cq)[keep]
+    lag = np.where(q_first, kq - ke, ke - kq)[keep]
+    mirrored = (q_mir ^ e_mir)[keep].astype(bool)
+    cands = pd.DataFrame({"a": np.repeat(a, 3), "b": np.repeat(b, 3), "mirrored": np.repeat(mirrored, 3),
+                          "lag": (np.repeat(lag, 3) + np.tile([-1, 0, 1], len(lag)))})
+    return cands.drop_duplicates().sort_values(["a", "b", "mirrored", "lag"]).reset_index(drop=True)
 
 
 def align(cat: Catalog, cands: pd.DataFrame, *, min_overlap_s: float) -> pd.DataFrame:
-    """Best lag of each candidate (a, b, mirrored): ``a, b, mirrored, lag, n, mean_d``.
+    """Best lag of each clip pair: ``a, b, mirrored, lag, n, mean_d``.
 
-    All sampled frame pairs of the two clips are compared; frame k of a and frame j of b
-    are at lag k - j. Lags with fewer than ``min_overlap_s`` of informative common time
-    are left out; among the rest the smallest mean distance wins (ties: the smallest
-    |lag|, then the smaller lag).
+    For each candidate (a, b, mirrored, lag), frame k of a is compared with frame
+    k - lag of b (with b's mirror hashes when mirrored) wherever both are informative:
+    ``n`` frames, mean Hamming distance ``mean_d``. Lags with fewer than
+    ``min_overlap_s`` of such common time are left out; of the rest, per (a, b,
+    mirrored), the smallest mean distance wins (ties: the smallest |lag|, then the
+    smaller lag).
     """
     cols = ["a", "b", "mirrored", "lag", "n", "mean_d"]
     if cands.empty:
@@ -139,38 +187,30 @@ def align(cat: Catalog, cands: pd.DataFrame, *, min_overlap_s: float) -> pd.Data
     start = cat.clips["start"].to_numpy()
     length = cat.clips["n"].to_numpy()
     min_n = max(1, int(np.ceil(min_overlap_s / cat.step - 1e-9)))
+    a_all, b_all, lag_all = (cands[c].to_numpy(np.int64) for c in ("a", "b", "lag"))
+    first = np.maximum(0, lag_all)  # first frame of a that b (shifted by lag) covers
+    count = np.clip(np.minimum(length[a_all], length[b_all] + lag_all) - first, 0, None)
     out = []
-    cells = length[cands["a"].to_numpy()] * length[cands["b"].to_numpy()]
-    for lo, hi in _batches(cells, ALIGN_BATCH):
-        part = cands.iloc[lo:hi]
-        a, b, m = part["a"].to_numpy(), part["b"].to_numpy(), part["mirrored"].to_numpy()
-        na, nb = length[a], length[b]
-        size = na * nb
-        c = np.repeat(np.arange(len(part)), size)
-        cell = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
-        ka, kb = cell // nb[c], cell % nb[c]
-        ia, ib = start[a][c] + ka, start[b][c] + kb
-        hb = np.where(m[c], cat.mirror[ib], cat.hash[ib])
+    for lo, hi in _batches(count, ALIGN_BATCH):
+        a, b, lag, m = a_all[lo:hi], b_all[lo:hi], lag_all[lo:hi], cands["mirrored"].to_numpy()[lo:hi]
+        n_cells = count[lo:hi]
+        row = np.repeat(np.arange(hi - lo), n_cells)
+        ka = _ranges(first[lo:hi], n_cells)
+        ia, ib = start[a][row] + ka, start[b][row] + ka - lag[row]
+        hb = np.where(m[row], cat.mirror[ib], cat.hash[ib])
         both = cat.informative[ia] & cat.informative[ib]
         d = popcount(cat.hash[ia] ^ hb).astype(np.int64)
-        lag = ka - kb
-        groups = np.cumsum(na + nb - 1) - (na + nb - 1)  # first group of each candidate
-        g = groups[c] + lag + nb[c] - 1
-        total = int((na + nb - 1).sum())
-        n = np.bincount(g, weights=both, minlength=total)
-        dsum = np.bincount(g, weights=d * both, minlength=total)
-        gc = np.repeat(np.arange(len(part)), na + nb - 1)
-        glag = np.arange(total) - np.repeat(groups, na + nb - 1) - np.repeat(nb, na + nb - 1) + 1
+        n = np.bincount(row, weights=both, minlength=hi - lo)
+        dsum = np.bincount(row, weights=d * both, minlength=hi - lo)
         ok = n >= min_n
-        if not ok.any():
-            continue
-        res = pd.DataFrame({"c": gc[ok], "lag": glag[ok], "n": n[ok].astype(int), "mean_d": dsum[ok] / n[ok]})
-        res["abs_lag"] = res["lag"].abs()
-        best = res.sort_values(["c", "mean_d", "abs_lag", "lag"], kind="stable").drop_duplicates("c")
-        out.append(pd.DataFrame({"a": a[best["c"]], "b": b[best["c"]], "mirrored": m[best["c"]],
-                                 "lag": best["lag"].to_numpy(), "n": best["n"].to_numpy(),
-                                 "mean_d": best["mean_d"].to_numpy()}))
-    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=cols)
+        out.append(pd.DataFrame({"a": a[ok], "b": b[ok], "mirrored": m[ok], "lag": lag[ok],
+                                 "n": n[ok].astype(int), "mean_d": dsum[ok] / n[ok]}))
+    res = pd.concat(out, ignore_index=True)
+    if res.empty:
+        return pd.DataFrame(columns=cols)
+    res["abs_lag"] = res["lag"].abs()
+    best = res.sort_values(["a", "b", "mirrored", "mean_d", "abs_lag", "lag"], kind="stable")
+    return best.drop_duplicates(["a", "b", "mirrored"])[cols].reset_index(drop=True)
 
 
 def _batches(sizes: np.ndarray, limit: int):
@@ -221,32 +261,29 @@ def _stat(path: str | os.PathLike) -> list[int]:
     return [st.st_size, st.st_mtime_ns]
 
 
-def _load_cache(cache_dir: Path, settings: dict) -> tuple[dict, pd.DataFrame, pd.DataFrame] | None:
+def _load_cache(cache_dir: Path, settings: dict):
+    """(file states, clips, samples, pairs) of the last run, or None."""
     try:
         state = json.loads((cache_dir / "state.json").read_text(encoding="utf-8"))
         if state.get("version") != CACHE_VERSION or state.get("settings") != settings:
             return None
+        clips = pd.read_parquet(cache_dir / "clips.parquet")
         samples = pd.read_parquet(cache_dir / "samples.parquet")
         pairs = pd.read_parquet(cache_dir / "pairs.parquet")
-        return state["files"], samples, pairs
+        return state["files"], clips, samples, pairs
     except (OSError, ValueError, KeyError) as exc:
         if (cache_dir / "state.json").exists():
             log.warning("duplicates: cache %s unusable (%s); comparing everything", cache_dir, exc)
         return None
 
 
-def _save_cache(cache_dir: Path, settings: dict, files: dict, samples: pd.DataFrame, pairs: pd.DataFrame) -> None:
+def _save_cache(cache_dir: Path, settings: dict, files: dict, cat: Catalog, pairs: pd.DataFrame) -> None:
     (cache_dir / "state.json").unlink(missing_ok=True)  # no state = no cache, until all is written
-    for name, df in (("samples", samples), ("pairs", pairs)):
+    for name, df in (("clips", cat.clips[CLIP_COLUMNS]), ("samples", cat.samples()), ("pairs", pairs)):
         with atomic_path(cache_dir / f"{name}.parquet", suffix=".tmp.parquet") as tmp:
             df.to_parquet(tmp, index=False)
     write_text(cache_dir / "state.json", json.dumps({"version": CACHE_VERSION, "settings": settings,
                                                      "files": files}, indent=1, sort_keys=True))
-
-
-def _read(path: str, reference: bool) -> pd.DataFrame:
-    df = read_signatures(path)
-    return df.assign(reference=reference, unit=str(path))
 
 
 def run(signatures: Sequence[str | os.PathLike], out: str | os.PathLike, *, cache_dir: str | os.PathLike,
@@ -263,28 +300,29 @@ def run(signatures: Sequence[str | os.PathLike], out: str | os.PathLike, *, cach
         log.error("duplicates: %s: no such signature file; left out", p)
 
     cached = _load_cache(cache_dir, settings)
-    old_files, samples, pairs = cached if cached else ({}, None, None)
-    same = {p for p in files if old_files.get(p) == files[p]} if cached else set()
+    old_files, old_clips, old_samples, pairs = cached if cached else ({}, None, None, None)
+    same = {p for p in files if old_files.get(p) == files[p]}
     fresh = sorted(set(files) - same)
-    parts = [samples[samples["unit"].isin(same)]] if cached else []
+    parts = []
+    if same:
+        keep = old_clips[old_clips["unit"].isin(same)].reset_index(drop=True)
+        take = _ranges(keep["start"].to_numpy(), keep["n"].to_numpy())
+        parts.append((keep.assign(start=np.cumsum(keep["n"]) - keep["n"]), old_samples.iloc[take]))
     for p in fresh:
         try:
-            parts.append(_read(p, wanted[p]))
+            parts.append(split_table(read_signatures(p), wanted[p], p))
         except (OSError, ValueError) as exc:
             log.error("duplicates: %s: unreadable signature table (%s); left out", p, exc)
             files.pop(p)
-    all_samples = pd.concat(parts, ignore_index=True) if parts else None
-    if all_samples is None or all_samples.empty:
-        all_samples = _read_empty()
-    cat = Catalog(all_samples)
+    cat = Catalog(parts)
     query = np.flatnonzero(cat.clips["unit"].isin(fresh).to_numpy())
     new_pairs = match(cat, query, **settings)
-    if cached:
-        kept_units = set(cat.clips.loc[~cat.clips["unit"].isin(fresh), "unit"])
-        units = dict(zip(cat.clips["clip_id"] + "\x00" + cat.clips["reference"].astype(str), cat.clips["unit"]))
-        ua = (pairs["clip_a"] + "\x00" + pairs["reference_a"].astype(str)).map(units)
-        ub = (pairs["clip_b"] + "\x00" + pairs["reference_b"].astype(str)).map(units)
-        old = pairs[ua.isin(kept_units) & ub.isin(kept_units)]
+    if same:
+        key = cat.clips["clip_id"] + "\x00" + cat.clips["reference"].astype(str)
+        unit_of = dict(zip(key, cat.clips["unit"]))
+        ua = (pairs["clip_a"] + "\x00" + pairs["reference_a"].astype(str)).map(unit_of)
+        ub = (pairs["clip_b"] + "\x00" + pairs["reference_b"].astype(str)).map(unit_of)
+        old = pairs[ua.isin(same) & ub.isin(same)]
         new_pairs = pd.concat([old, new_pairs], ignore_index=True)
     new_pairs = new_pairs.sort_values(["reference_a", "reference_b", "source_a", "source_b", "clip_a", "clip_b"],
                                       kind="stable").reset_index(drop=True)
@@ -296,17 +334,11 @@ def run(signatures: Sequence[str | os.PathLike], out: str | os.PathLike, *, cach
             "clip_id": contam["clip_a"], "source_id": contam["source_a"], "reference_clip": contam["clip_b"],
             "reference_set": contam["source_b"], "similarity": contam["similarity"], "offset_s": contam["offset_s"],
             "mirrored": contam["mirrored"], "overlap_s": contam["overlap_s"]})[CONTAMINATION_COLUMNS])
-    _save_cache(cache_dir, settings, files, all_samples, new_pairs)
+    _save_cache(cache_dir, settings, files, cat, new_pairs)
     summary = {"clips": int(len(cat.clips)), "compared": int(len(query)), "pairs": int(len(dataset)),
                "contaminated": int(len(contam)), "files_new_or_changed": len(fresh)}
     log.info("duplicates: %s", summary)
     return summary
-
-
-def _read_empty() -> pd.DataFrame:
-    from .signatures import empty
-
-    return empty().assign(reference=pd.Series(dtype=bool), unit=pd.Series(dtype=str))
 
 
 def read_pairs(path: str | os.PathLike) -> pd.DataFrame:

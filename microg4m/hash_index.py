@@ -69,9 +69,12 @@ class HashIndex:
         """Every entry within this many bits of a query is found."""
         return len(self.parts) * (self.flips + 1) - 1
 
-    def search(self, queries: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def search(self, queries: np.ndarray, radius: int, query_groups: np.ndarray | None = None,
+               entry_groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(query position, entry position, Hamming distance) of the pairs within
-        ``radius`` bits that share a probed part; a pair may come more than once."""
+        ``radius`` bits that share a probed part; a pair may come more than once. With
+        groups (one integer per query and per entry), pairs of the same group are left
+        out as they are found (a clip's own frames, say), so they take no memory."""
         q_all = np.ascontiguousarray(queries, dtype=np.int64).view(np.uint64)
         out_q, out_e, out_d = [], [], []
         for lo_q in range(0, len(q_all), QUERY_BATCH):
@@ -90,6 +93,8 @@ class HashIndex:
                 ei = self._order[k][np.repeat(lo - np.cumsum(n) + n, n) + np.arange(total)]
                 d = popcount(q[qi] ^ self.hashes[ei])
                 near = d <= radius
+                if query_groups is not None:
+                    near &= query_groups[lo_q + qi] != entry_groups[ei]
                 out_q.append(qi[near] + lo_q)
                 out_e.append(ei[near])
                 out_d.append(d[near])

@@ -77,7 +77,8 @@ def linked_groups(pairs: pd.DataFrame, groups: Mapping[str, str]) -> dict[str, s
 
 
 def annotate(pairs: pd.DataFrame, assignment: Mapping[str, str], dropped: Mapping[str, str]) -> pd.DataFrame:
-    """The pairs with ``split_a, split_b, decision`` (same split / crosses splits / dropped ...)."""
+    """The pairs with ``split_a, split_b, decision``: same split, crosses splits, dropped
+    CLIP, or not both in the splits (a clip without labels when there are labels)."""
     out = pairs.copy()
     out["split_a"] = out["clip_a"].map(assignment).fillna("")
     out["split_b"] = out["clip_b"].map(assignment).fillna("")
@@ -86,6 +87,8 @@ def annotate(pairs: pd.DataFrame, assignment: Mapping[str, str], dropped: Mappin
         gone = [c for c in (r.clip_a, r.clip_b) if c in dropped]
         if gone:
             return "dropped " + " and ".join(gone)
+        if not (r.split_a and r.split_b):  # with labels, the splits hold the labelled clips only
+            return "not both in the splits"
         return "same split" if r.split_a == r.split_b else "crosses splits"
 
     out["decision"] = [decision(r) for r in out.itertuples(index=False)]

@@ -37,7 +37,7 @@ rule export:
     output:
         report(
             directory(R("export")),
-            patterns=["statistics/{name}.png", "{name}_report.tsv", "duplicates{name}.tsv"],
+            patterns=["statistics/{name}.png", "{name}.tsv"],
             caption="../report/statistics.rst",
             category="3. Statistics",
         ),
