@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reference", action="append", default=[], help="signature table of a reference set")
     p.add_argument("--contamination", help="table of the matches with reference sets (.tsv)")
     p.add_argument("--no-mirror", action="store_true", help="do not match mirrored copies")
+    p.add_argument("--step-s", type=float, default=cfg["duplicates"]["signature"]["step_s"],
+                   help="sampling step of the signatures (default: %(default)s)")
     _add_options(p, cfg["duplicates"]["match"], skip=("mirror",))
 
     p = sub.add_parser("export", help="AVA CSVs, splits, frame lists and statistics from a results folder")
@@ -278,7 +280,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         from . import duplicates
 
         return duplicates.run(args.signatures, args.out, cache_dir=args.cache, references=args.reference,
-                              contamination=args.contamination,
+                              contamination=args.contamination, step_s=args.step_s,
                               **_settings(args, cfg["duplicates"]["match"], {"mirror": False if args.no_mirror else None}))
     if stage == "vqa-draft":
         from . import vqa_draft

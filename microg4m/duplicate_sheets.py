@@ -3,8 +3,9 @@
 Per pair one row: the frame of clip_a and the frame of clip_b at the middle of the time
 they share (``offset_s`` applied; a mirrored copy shows as it is), under a line with the
 ids, the similarity and the offset. ``PAIRS_PER_PAGE`` rows per PNG; at most
-``MAX_PAIRS`` pairs in the table's order (duplicates.tsv lists them all). Without pairs
-one page says so.
+``MAX_PAIRS`` pairs (duplicates.tsv lists them all): the most similar pair of each source
+pair first, then the second of each, and so on, so that every source pair is seen before
+any is seen twice. Without pairs one page says so.
 """
 
 from __future__ import annotations
@@ -89,6 +90,13 @@ def pair_row(r, files: dict[str, Path], durations: dict[str, float]) -> np.ndarr
     return np.vstack([head, body])
 
 
+def shown(pairs: pd.DataFrame) -> pd.DataFrame:
+    """The pairs the pages show, in their order (see the module docstring)."""
+    rank = pairs.groupby(["source_a", "source_b"])["similarity"].rank(method="first", ascending=False)
+    order = pairs.assign(_rank=rank).sort_values(["_rank", "source_a", "source_b", "clip_a", "clip_b"], kind="stable")
+    return order.drop(columns="_rank").head(MAX_PAIRS)
+
+
 def _write_png(path: Path, image: np.ndarray) -> None:
     ok, buf = cv2.imencode(".png", image)
     if not ok:
@@ -110,18 +118,18 @@ def run(pairs_path: str | os.PathLike, manifests: Sequence[str | os.PathLike], o
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("pairs_*.png"):
         stale.unlink()
-    shown = pairs.head(MAX_PAIRS)
+    show = shown(pairs)
     width = 2 * THUMB[0] + 8
-    if shown.empty:
+    if show.empty:
         page = np.full((80, width, 3), 255, np.uint8)
         cv2.putText(page, "no near-duplicate pairs across sources", (10, 45), FONT, 0.6, (0, 0, 0), 1, cv2.LINE_AA)
         _write_png(out / "pairs_001.png", page)
         return {"pairs": 0, "shown": 0, "pages": 1}
     pages = 0
-    for start in range(0, len(shown), PAIRS_PER_PAGE):
-        rows = [pair_row(r, files, durations) for r in shown.iloc[start : start + PAIRS_PER_PAGE].itertuples()]
+    for start in range(0, len(show), PAIRS_PER_PAGE):
+        rows = [pair_row(r, files, durations) for r in show.iloc[start : start + PAIRS_PER_PAGE].itertuples()]
         sep = np.full((10, width, 3), 255, np.uint8)
         page = np.vstack([x for row in rows for x in (row, sep)])
         pages += 1
         _write_png(out / f"pairs_{pages:03d}.png", page)
-    return {"pairs": int(len(pairs)), "shown": int(len(shown)), "pages": pages}
+    return {"pairs": int(len(pairs)), "shown": int(len(show)), "pages": pages}

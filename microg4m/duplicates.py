@@ -6,10 +6,10 @@ Matching (see docs/duplicates.md):
    (``hash_index``), with its mirror image's hash. The frames of the clips to compare
    (a new or changed unit; all of them in a first run) look up the frames within
    ``max_frame_distance`` bits there, of clips of *other* sources.
-2. Each clip pair that shares such a frame is aligned: the Hamming distances of all
-   their sampled frame pairs, grouped by time lag, give per lag the mean distance over
-   the frames both clips have (informative ones only). The best lag with at least
-   ``min_overlap_s`` of common time gives ``offset_s`` and
+2. Each clip pair that shares such a frame is aligned at the time lag of that frame
+   pair and the lags next to it (sampling may fall half a step apart): per lag the mean
+   Hamming distance over the frames both clips have there (informative ones only). The
+   best lag with at least ``min_overlap_s`` of common time gives ``offset_s`` and
    ``similarity = 1 - mean distance / 32`` (1: the same hashes; 0: as far apart as
    unrelated frames are on average), clipped to [0, 1]. A pair is kept when the
    similarity is at least ``min_similarity``. A mirrored copy is aligned with the
@@ -23,8 +23,9 @@ Incremental: the signatures, pairs and the file states (size, mtime) of the last
 are kept in ``cache_dir``. A run compares only the clips of new or changed signature
 files, against the index of all clips; pairs among unchanged files are taken from the
 cache. The result equals a fresh run's: the lookups are symmetric (frame and mirror
-hashes on both sides) and the alignment looks at every lag. Changed settings (or a
-missing or unreadable cache) compare everything again.
+hashes on both sides), so a pair's frame pairs, and with them its lags, are found the
+same whichever clip looks up. Changed settings (or a missing or unreadable cache)
+compare everything again.
 
 Reference signature files (e.g. public test sets, made with ``microg4m
 reference-signatures``) join the index; their matches with dataset clips go to the
@@ -69,12 +70,19 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return offsets + np.arange(int(lengths.sum()))
 
 
-def split_table(table: pd.DataFrame, reference: bool, unit: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def split_table(table: pd.DataFrame, reference: bool, unit: str,
+                step_s: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """A signature table as (clips: CLIP_COLUMNS, samples: SAMPLE_COLUMNS): the ids once
-    per clip, the samples clip after clip (strings per sample would fill the memory)."""
+    per clip, the samples clip after clip (strings per sample would fill the memory).
+    With ``step_s``, a table sampled at another step is a ValueError."""
     t = table.sort_values(["clip_id", "t_s"], kind="stable").reset_index(drop=True)
     first = ~t["clip_id"].duplicated()
     starts = np.flatnonzero(first.to_numpy())
+    if step_s is not None and len(t):
+        steps = set(np.round(2 * t["t_s"].to_numpy(float)[starts], 6))  # samples at (k + 0.5) * step
+        if steps != {round(float(step_s), 6)}:
+            raise ValueError(f"sampled every {', '.join(f'{x:g}' for x in sorted(steps))} s, not every {step_s:g} s "
+                             "(duplicates.signature.step_s): make it again with that step")
     clips = t.loc[first, ["clip_id", "source_id"]].reset_index(drop=True)
     clips = clips.assign(reference=reference, unit=unit, start=starts, n=np.diff(np.append(starts, len(t))))
     return clips[CLIP_COLUMNS], t[SAMPLE_COLUMNS]
@@ -84,7 +92,7 @@ class Catalog:
     """All sampled frames, clip after clip in a canonical order (dataset clips, then
     reference clips; by source, clip, time), with per-clip start, length and source."""
 
-    def __init__(self, parts: list[tuple[pd.DataFrame, pd.DataFrame]]) -> None:
+    def __init__(self, parts: list[tuple[pd.DataFrame, pd.DataFrame]], step_s: float) -> None:
         clips, samples, offset = [], [], 0
         for c, smp in parts:
             clips.append(c.assign(start=c["start"].to_numpy() + offset))
@@ -105,21 +113,8 @@ class Catalog:
         self.clip_of = np.repeat(np.arange(len(c)), n)
         source_key = c["reference"].astype(str) + "\x00" + c["source_id"]
         self.source_code = pd.factorize(source_key)[0]
-        self.step = self._step(c, t_s)
+        self.step = float(step_s)
         self.t_s = t_s
-
-    @staticmethod
-    def _step(clips: pd.DataFrame, t_s: np.ndarray) -> float:
-        """The sampling step (samples at (k + 0.5) * step): one for all tables."""
-        if clips.empty:
-            return 0.0
-        steps = pd.Series(np.round(2 * t_s[clips["start"].to_numpy()], 6))
-        if steps.nunique() > 1:
-            units = clips.groupby(steps.to_numpy())["unit"].first().to_dict()
-            raise ValueError("signature tables sampled at different steps: "
-                             + ", ".join(f"{u} every {st:g} s" for st, u in units.items())
-                             + "; make them with the same duplicates.signature.step_s")
-        return float(steps.iloc[0])
 
     def samples(self) -> pd.DataFrame:
         return pd.DataFrame({"t_s": self.t_s, "hash": self.hash, "mirror": self.mirror,
@@ -288,11 +283,15 @@ def _save_cache(cache_dir: Path, settings: dict, files: dict, cat: Catalog, pair
 
 def run(signatures: Sequence[str | os.PathLike], out: str | os.PathLike, *, cache_dir: str | os.PathLike,
         references: Iterable[str | os.PathLike] = (), contamination: str | os.PathLike | None = None,
-        max_frame_distance: int = 12, min_similarity: float = 0.5, min_overlap_s: float = 1.0,
-        mirror: bool = True, chunks: int = 3, flips: int = 1) -> dict:
-    """Write the pairs table ``out`` (and ``contamination``); return counts."""
-    settings = dict(max_frame_distance=max_frame_distance, min_similarity=min_similarity,
-                    min_overlap_s=min_overlap_s, mirror=mirror, chunks=chunks, flips=flips)
+        step_s: float = 0.1, max_frame_distance: int = 12, min_similarity: float = 0.5,
+        min_overlap_s: float = 1.0, mirror: bool = True, chunks: int = 3, flips: int = 1) -> dict:
+    """Write the pairs table ``out`` (and ``contamination``); return counts.
+
+    ``step_s``: the signatures' sampling step (duplicates.signature.step_s); a table
+    sampled at another step is named in the log and left out."""
+    match_settings = dict(max_frame_distance=max_frame_distance, min_similarity=min_similarity,
+                          min_overlap_s=min_overlap_s, mirror=mirror, chunks=chunks, flips=flips)
+    settings = {**match_settings, "step_s": step_s}
     cache_dir = Path(cache_dir)
     wanted = {str(p): False for p in signatures} | {str(p): True for p in references}
     files = {p: _stat(p) for p in wanted if Path(p).is_file()}
@@ -310,13 +309,13 @@ def run(signatures: Sequence[str | os.PathLike], out: str | os.PathLike, *, cach
         parts.append((keep.assign(start=np.cumsum(keep["n"]) - keep["n"]), old_samples.iloc[take]))
     for p in fresh:
         try:
-            parts.append(split_table(read_signatures(p), wanted[p], p))
+            parts.append(split_table(read_signatures(p), wanted[p], p, step_s))
         except (OSError, ValueError) as exc:
             log.error("duplicates: %s: unreadable signature table (%s); left out", p, exc)
             files.pop(p)
-    cat = Catalog(parts)
+    cat = Catalog(parts, step_s)
     query = np.flatnonzero(cat.clips["unit"].isin(fresh).to_numpy())
-    new_pairs = match(cat, query, **settings)
+    new_pairs = match(cat, query, **match_settings)
     if same:
         key = cat.clips["clip_id"] + "\x00" + cat.clips["reference"].astype(str)
         unit_of = dict(zip(key, cat.clips["unit"]))

@@ -60,11 +60,11 @@ def test_signatures_of_two_videos_and_their_pair(tmp_path):
     for name, video in (("a", orig), ("b", copy)):
         cli("reference-signatures", name, str(tmp_path / f"{name}.parquet"), str(video), "--step-s", "0.2")
     cli("duplicates", str(tmp_path / "pairs.tsv"), str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"),
-        "--cache", str(tmp_path / "cache"))
+        "--cache", str(tmp_path / "cache"), "--step-s", "0.2")
     pairs = pd.read_csv(tmp_path / "pairs.tsv", sep="\t")
     assert pairs[["clip_a", "clip_b", "source_a", "source_b", "mirrored"]].values.tolist() == [
         ["orig", "copy", "a", "b", True]]
     assert pairs.similarity.iloc[0] > 0.8 and pairs.offset_s.iloc[0] == 0
     cli("duplicates", str(tmp_path / "none.tsv"), str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"),
-        "--cache", str(tmp_path / "cache2"), "--no-mirror")
+        "--cache", str(tmp_path / "cache2"), "--no-mirror", "--step-s", "0.2")
     assert pd.read_csv(tmp_path / "none.tsv", sep="\t").empty

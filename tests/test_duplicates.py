@@ -178,7 +178,7 @@ def test_unrelated_footage_gives_no_pair(corpus):
     # not only through the index: every clip pair of unrelated footage, aligned at every
     # lag, plain and mirrored, stays below the threshold
     cat = duplicates.Catalog([duplicates.split_table(signatures.read_signatures(p), False, str(p))
-                              for p in corpus["signatures"].values()])
+                              for p in corpus["signatures"].values()], step_s=0.1)
     foot = cat.clips["source_id"].map(footage_of).to_numpy()
     a, b = np.triu_indices(len(foot), 1)
     other = foot[a] != foot[b]
@@ -348,7 +348,10 @@ def test_report_pages_show_each_pair_side_by_side(corpus, tmp_path):
     page = cv2.imread(str(out / "pairs_001.png"))
     row = duplicate_sheets.HEADER + duplicate_sheets.THUMB[1] + 10
     assert page.shape[:2] == (row * duplicate_sheets.PAIRS_PER_PAGE, 2 * duplicate_sheets.THUMB[0] + 8)
-    first = corpus["pairs"].iloc[0]
+    order = duplicate_sheets.shown(corpus["pairs"])
+    n_source_pairs = len(corpus["pairs"].groupby(["source_a", "source_b"]))
+    assert not order.head(n_source_pairs).duplicated(["source_a", "source_b"]).any()  # each source pair once first
+    first = order.iloc[0]
     left = page[duplicate_sheets.HEADER : duplicate_sheets.HEADER + duplicate_sheets.THUMB[1], : duplicate_sheets.THUMB[0]]
     right = page[duplicate_sheets.HEADER : duplicate_sheets.HEADER + duplicate_sheets.THUMB[1], -duplicate_sheets.THUMB[0]:]
     assert left.std() > 10 and right.std() > 10, "both thumbnails show a frame"
@@ -381,10 +384,14 @@ def test_bad_clip_and_bad_tables_are_named_and_the_rest_goes_on(corpus, tmp_path
 
     junk = tmp_path / "junk.parquet"
     pd.DataFrame({"x": [1]}).to_parquet(junk)
+    coarse = tmp_path / "coarse.parquet"  # a reference set signed at another step
+    signatures.run_videos([corpus["videos"] / "dancer.mp4"], coarse, set_name="coarse", step_s=0.25)
     summary = duplicates.run([corpus["signatures"]["dancer"], corpus["signatures"]["dancer_mirror"], junk,
-                              tmp_path / "missing.parquet"], tmp_path / "p.tsv", cache_dir=tmp_path / "c")
-    assert summary["pairs"] > 0
+                              tmp_path / "missing.parquet"], tmp_path / "p.tsv", cache_dir=tmp_path / "c",
+                             references=[coarse], contamination=tmp_path / "contamination.tsv")
+    assert summary["pairs"] > 0 and summary["contaminated"] == 0
     assert "junk.parquet: unreadable signature table" in caplog.text and "missing.parquet: no such" in caplog.text
+    assert "coarse.parquet: unreadable signature table (sampled every 0.25 s, not every 0.1 s" in caplog.text
 
     bad_pairs = tmp_path / "bad_pairs.tsv"
     bad_pairs.write_text("clip_a\tclip_b\nx\ty\n")

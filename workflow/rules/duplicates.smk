@@ -33,6 +33,7 @@ rule duplicates:
         "../../envs/microg4m.yaml"
     params:
         settings=config["duplicates"]["match"],
+        step_s=config["duplicates"]["signature"]["step_s"],
         cache=R("duplicates/cache"),
     script:
         "../scripts/duplicates.py"

@@ -8,5 +8,6 @@ duplicates.run(
     cache_dir=snakemake.params.cache,
     references=list(snakemake.input.references),
     contamination=snakemake.output.contamination,
+    step_s=snakemake.params.step_s,
     **snakemake.params.settings,
 )
