@@ -51,22 +51,22 @@ stage, r = a["stage"], a["results"]
 m = f"{r}/clips/src/manifest.tsv"
 t0 = time.perf_counter()
 if stage == "trim":
-    from microg4m import trim
+    from microg4m.stages import trim
     trim.run(f"{r}/download/src.tsv", m, f"{r}/clips/src/status.tsv", preset="veryfast")
 elif stage == "detect":
-    from microg4m import detect
+    from microg4m.stages import detect
     detect.run(m, f"{r}/detections/src.parquet", weights=a["weights"], imgsz=a["imgsz"], device="cpu")
 elif stage == "scenes":
-    from microg4m import scenes
+    from microg4m.stages import scenes
     scenes.run(m, f"{r}/scenes/src.tsv")
 elif stage == "filter":
-    from microg4m import filter
+    from microg4m.stages import filter
     filter.run(m, f"{r}/detections/src.parquet", f"{r}/scenes/src.tsv", f"{r}/filter/src.tsv")
 elif stage == "motion":
-    from microg4m import motion
+    from microg4m.stages import motion
     motion.run(m, f"{r}/motion/src.tsv")
 elif stage == "track":
-    from microg4m import track
+    from microg4m.stages import track
     track.run(m, f"{r}/detections/src.parquet", f"{r}/filter/src.tsv", f"{r}/motion/src.tsv",
               f"{r}/tracks/src.csv", contact_sheet=f"{r}/previews/src.png")
 seconds = time.perf_counter() - t0

@@ -107,12 +107,34 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("manifest", "decisions", "tracks", "mot_dir", "cvat_dir"):
         p.add_argument(name)
 
+    p = sub.add_parser("signatures", help="perceptual hash sequences of the kept clips of a manifest")
+    p.add_argument("manifest"), p.add_argument("decisions"), p.add_argument("out", help="signature table (.parquet)")
+    _add_options(p, cfg["duplicates"]["signature"])
+
+    p = sub.add_parser("reference-signatures",
+                       help="signatures of any videos (e.g. a public test set), to flag contamination")
+    p.add_argument("name", help="the set's name (the source of its clips)")
+    p.add_argument("out", help="signature table (.parquet)"), p.add_argument("videos", nargs="+")
+    _add_options(p, cfg["duplicates"]["signature"])
+
+    p = sub.add_parser("duplicates", help="near-duplicate clip pairs across sources from signature tables")
+    p.add_argument("out", help="pairs table (.tsv)"), p.add_argument("signatures", nargs="+")
+    p.add_argument("--cache", required=True, help="folder of the incremental cache")
+    p.add_argument("--reference", action="append", default=[], help="signature table of a reference set")
+    p.add_argument("--contamination", help="table of the matches with reference sets (.tsv)")
+    p.add_argument("--no-mirror", action="store_true", help="do not match mirrored copies")
+    p.add_argument("--step-s", type=float, default=cfg["duplicates"]["signature"]["step_s"],
+                   help="sampling step of the signatures (default: %(default)s)")
+    _add_options(p, cfg["duplicates"]["match"], skip=("mirror",))
+
     p = sub.add_parser("export", help="AVA CSVs, splits, frame lists and statistics from a results folder")
     p.add_argument("results", help="results folder of a run (clips/, filter/, tracks/)")
     p.add_argument("out_dir")
     p.add_argument("--actions", default=None), p.add_argument("--label-map", default=cfg["export"]["label_map"])
     p.add_argument("--group-by", choices=["clip", "source"], default="clip")
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--duplicates", choices=["group", "drop", "report"], default=cfg["export"]["split"]["duplicates"],
+                   help="near-duplicate pairs (RESULTS/duplicates/pairs.tsv, when there): (default: %(default)s)")
 
     p = sub.add_parser("vqa-draft", help="draft captions and QA pairs of the kept clips with a VLM endpoint")
     p.add_argument("manifest"), p.add_argument("decisions"), p.add_argument("out", help="drafts JSON to write")
@@ -247,14 +269,34 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
 
         res = Path(args.results)
         srcs = sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
+
+        pairs = res / "duplicates" / "pairs.tsv"
         final = functools.partial(_final_tracks, res)
+
         downloads = [res / "download" / f"{s}.tsv" for s in srcs]
         return export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
                           decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
                           tracks=[final(s) for s in srcs],
                           out_dir=args.out_dir, actions=args.actions, label_map=args.label_map,
-                          seed=args.seed, group_by=args.group_by,
-                          downloads=downloads if all(p.is_file() for p in downloads) else None)
+                          seed=args.seed, group_by=args.group_by, duplicates=args.duplicates,
+                          downloads=downloads if all(p.is_file() for p in downloads) else None,
+                          duplicate_pairs=pairs if pairs.is_file() else None)
+    if stage == "signatures":
+        from microg4m.stages import signatures
+
+        return signatures.run(args.manifest, args.decisions, args.out,
+                              **_settings(args, cfg["duplicates"]["signature"], {}))
+    if stage == "reference-signatures":
+        from microg4m.stages import signatures
+
+        return signatures.run_videos(args.videos, args.out, set_name=args.name,
+                                     **_settings(args, cfg["duplicates"]["signature"], {}))
+    if stage == "duplicates":
+        from microg4m.stages import duplicates
+
+        return duplicates.run(args.signatures, args.out, cache_dir=args.cache, references=args.reference,
+                              contamination=args.contamination, step_s=args.step_s,
+                              **_settings(args, cfg["duplicates"]["match"], {"mirror": False if args.no_mirror else None}))
     if stage == "vqa-draft":
         from microg4m.vqa import draft as vqa_draft
 

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from microg4m.stages import export
-from microg4m.stages import filter as clip_filter
 
 from test_annotate_store import LABEL_MAP, clip_video, make_app  # noqa: F401  (fixture)
 from microg4m.formats.decisions import read_screening

@@ -16,7 +16,6 @@ import cv2
 import numpy as np
 import pytest
 
-from microg4m.stages import filter as clip_filter
 from microg4m.formats import labels
 from microg4m.annotate.app import create_app
 from microg4m.annotate.errors import Refused

@@ -9,7 +9,7 @@ import pytest
 from conftest import ffmpeg, get_footage
 
 STAGES = ["download", "trim", "detect", "scenes", "filter", "motion", "track", "corrections", "track-files", "export",
-          "ledger", "verify", "demo-media"]
+          "ledger", "verify", "demo-media", "signatures", "reference-signatures", "duplicates"]
 
 
 def cli(*args, check=True):
@@ -61,3 +61,21 @@ def test_bad_weights_setting_is_named(tmp_path):
     manifest.write_text("clip_id\tsource_id\tclip_type\tseq\tstart_s\tframes\twidth\theight\tstatus\treason\n")
     proc = cli("detect", str(manifest), str(tmp_path / "d.parquet"), "--weights", str(tmp_path / "nope.pt"), check=False)
     assert proc.returncode == 1 and "detect.weights" in proc.stderr
+
+
+def test_signatures_of_two_videos_and_their_pair(tmp_path):
+    """Any two videos signed as two sets; a mirrored copy is one mirrored pair."""
+    orig, copy = tmp_path / "orig.mp4", tmp_path / "copy.mp4"
+    ffmpeg("-ss", "5", "-i", str(get_footage("dancer")), "-t", "4", "-an", "-c:v", "libx264", str(orig))
+    ffmpeg("-i", str(orig), "-vf", "hflip", "-an", "-c:v", "libx264", "-crf", "35", str(copy))
+    for name, video in (("a", orig), ("b", copy)):
+        cli("reference-signatures", name, str(tmp_path / f"{name}.parquet"), str(video), "--step-s", "0.2")
+    cli("duplicates", str(tmp_path / "pairs.tsv"), str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"),
+        "--cache", str(tmp_path / "cache"), "--step-s", "0.2")
+    pairs = pd.read_csv(tmp_path / "pairs.tsv", sep="\t")
+    assert pairs[["clip_a", "clip_b", "source_a", "source_b", "mirrored"]].values.tolist() == [
+        ["orig", "copy", "a", "b", True]]
+    assert pairs.similarity.iloc[0] > 0.8 and pairs.offset_s.iloc[0] == 0
+    cli("duplicates", str(tmp_path / "none.tsv"), str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"),
+        "--cache", str(tmp_path / "cache2"), "--no-mirror", "--step-s", "0.2")
+    assert pd.read_csv(tmp_path / "none.tsv", sep="\t").empty

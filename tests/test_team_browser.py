@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from microg4m.stages import export
-from microg4m.stages import filter as clip_filter
 from microg4m.annotate.team.server import create_app
 
 from team_setup import HEADER, SCREENING_HEADER, history_rows, make_project, password, serving

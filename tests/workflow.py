@@ -19,6 +19,9 @@ def make_workdir(tmp: Path, sources: str | None = None, config: dict | None = No
     """A working directory with the repository's config, annotations and the given sources."""
     (tmp / "config").mkdir(parents=True, exist_ok=True)
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    # one job per source, so that the tests find each source's files under its own name;
+    # sources_per_job: auto is run by test_workflow_demo and test_units
+    cfg["sources_per_job"] = 1
     for key, value in (config or {}).items():
         if isinstance(value, dict):
             cfg.setdefault(key, {}).update(value)

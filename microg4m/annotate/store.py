@@ -7,7 +7,7 @@ writes it back atomically. A refused change raises :class:`Refused` and writes n
 * actions: the released schema ``video_id,movie_or_real,person_id,action``; rows of
   other clips and the order of existing rows are kept; a new row goes after the last
   row of the same person (or clip), else at the end.
-* screening: one clip id per line as :func:`microg4m.stages.filter.read_screening` reads it;
+* screening: one clip id per line as :func:`microg4m.formats.decisions.read_screening` reads it;
   the reason is a trailing ``# reason`` comment; other lines and comments are kept.
 """
 

@@ -136,7 +136,7 @@ def _match_ultralytics_cmc(tracker) -> None:
 
 def by_frame(detections) -> dict[str, dict[int, np.ndarray]]:
     """clip -> frame -> rows ``x1, y1, x2, y2, conf, cls`` (float32, cache order) of a
-    detection-cache DataFrame (microg4m.stages.detect.read_detections)."""
+    detection-cache DataFrame (microg4m.formats.detections.read_detections)."""
     out: dict[str, dict[int, np.ndarray]] = {}
     if not len(detections):
         return out

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from microg4m.report import datasheet, stats
-from microg4m.formats import labels, proposals, splits
+from microg4m.formats import labels, proposals, split_duplicates, splits
 from microg4m.common.atomic import atomic_path, write_text, write_tsv
 from microg4m.formats.clips import Report, load_clips
 from microg4m.formats.labels import MAX_ACTIONS
@@ -255,6 +255,9 @@ def run(
     frames: list | None = None,
     notes=(),
     downloads: list | None = None,
+    duplicates: str = "group",
+    duplicate_pairs=None,
+    contamination=None,
 ) -> dict:
     """Write the export into ``out_dir`` (see the module docstring and README); return a summary.
 
@@ -263,10 +266,14 @@ def run(
     ``(input, item, problem)`` rows for it (e.g. correction files that were not used).
     ``downloads``: the download tables; with them ``sources.csv``, ``redownload.tsv`` and
     ``datasheet.md`` are written too (datasheet.write_export).
+    ``duplicate_pairs``: the duplicates stage's pairs table; ``duplicates`` says what to do
+    with them (see :mod:`microg4m.formats.split_duplicates`). ``contamination``: its matches with
+    reference sets, written with their split and warned about.
     """
     if group_by not in ("clip", "source"):
         raise ValueError(f"export.split.group_by must be 'clip' or 'source', got {group_by!r}")
     splits.targets(1, ratios)  # validates the ratios before any work
+    split_duplicates.check_policy(duplicates)
     out = Path(out_dir)
     lmap = labels.read_label_map(label_map)  # a bad label map is fatal: nothing can be checked
     report = Report()
@@ -274,6 +281,19 @@ def run(
         report.add(*note)
     clips = load_clips(manifests, decisions, report)
     track_rows = load_tracks(tracks, clips, report)
+    pairs, dropped = None, {}
+    if duplicate_pairs is not None:
+        try:
+            pairs = split_duplicates.load(duplicate_pairs, set(clips.index[clips["kept"]]))
+        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            report.add(duplicate_pairs, "", f"unreadable duplicates table ({type(exc).__name__}: {exc}); "
+                       "splits made without it")
+        if pairs is not None and duplicates == "drop":
+            dropped = split_duplicates.drop_clips(pairs)
+            for clip, stays in sorted(dropped.items()):
+                report.add("export.split.duplicates", clip, f"dropped: near-duplicate of {stays}")
+                clips.loc[clip, ["kept", "why"]] = [False, f"near-duplicate of {stays} (dropped)"]
+            track_rows = track_rows[~track_rows["video_id"].isin(dropped)]
     boxes = keyframes(track_rows, clips, report)
     kept = clips[clips["kept"]]
     for c in sorted(set(kept.index) - set(boxes["video_id"])):
@@ -306,6 +326,8 @@ def run(
         clip_actions = {c: set() for c in kept.index}
 
     groups = dict(zip(clips["clip_id"], clips["source_id"])) if group_by == "source" else None
+    if groups is not None and pairs is not None and duplicates == "group":
+        groups = split_duplicates.linked_groups(pairs, groups)
     assignment = splits.assign(clip_actions, groups=groups, seed=seed, ratios=ratios)
     by_split = splits.clips_by_split(assignment)
     splits.write_split_ids(out / "splits", assignment)
@@ -316,8 +338,34 @@ def run(
     for split, why in empty.items():
         report.add("export.split", split, why)
     summary["empty_splits"] = sorted(empty)
+    crossing = []
+    if pairs is not None:
+        annotated = split_duplicates.annotate(pairs, assignment, dropped)
+        split_duplicates.write(out, annotated)
+        crossing = [split_duplicates.crossing_warning(r) for r in annotated.itertuples(index=False)
+                    if r.decision == "crosses splits"]
+        for warning in crossing:
+            report.add("export.split.duplicates", "", warning)
+        summary.update(duplicate_pairs=int(len(pairs)), duplicates_dropped=len(dropped),
+                       duplicates_crossing=len(crossing))
+    else:  # stale tables of an earlier run with duplicates
+        for name in ("duplicates.tsv", "duplicates_by_source.tsv"):
+            (out / name).unlink(missing_ok=True)
+    (out / "contamination.tsv").unlink(missing_ok=True)
+    if contamination is not None:
+        try:
+            found = split_duplicates.write_contamination(contamination, out, assignment)
+        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            report.add(contamination, "", f"unreadable contamination table ({type(exc).__name__}: {exc})")
+            found = pd.DataFrame(columns=["clip_id"])
+        for r in found.itertuples(index=False):
+            report.add("duplicates.reference", r.clip_id,
+                       f"{r.split} clip matches {r.reference_clip} of reference set {r.reference_set} "
+                       f"(similarity {r.similarity})")
+        summary["contaminated"] = int(found["clip_id"].nunique())
     if ava is not None:
-        rep = pd.concat([rep, pd.DataFrame([("", "", f"split {s}: {w}") for s, w in empty.items()],
+        rep = pd.concat([rep, pd.DataFrame([("", "", f"split {s}: {w}") for s, w in empty.items()]
+                                           + [("", "", w) for w in crossing],
                                            columns=rep.columns)], ignore_index=True)
         write_tsv(out / "label_report.tsv", rep)
         lines = [f"{_box_cells(r)},{r.action_id},{r.person_id}" for r in ava.itertuples(index=False)]

@@ -137,6 +137,18 @@ def actions_input(wildcards):
     return [str(path)] if path.is_file() else []
 
 
+# ---------------------------------------------------------------- near-duplicates (rules/duplicates.smk)
+# The export reads the pairs (and the matches with reference sets) only when enabled.
+if config["duplicates"]["enabled"]:
+    DUPLICATE_PAIRS = [R("duplicates/pairs.tsv")]
+    DUPLICATE_CONTAMINATION = (
+        [R("duplicates/contamination.tsv")] if config["duplicates"]["reference"] else []
+    )
+    DUPLICATE_TARGETS = [R("duplicates/sheets")]
+else:
+    DUPLICATE_PAIRS = DUPLICATE_CONTAMINATION = DUPLICATE_TARGETS = []
+
+
 # ---------------------------------------------------------------- captions and VQA (rules/vqa.smk)
 from microg4m.vqa.rules import EXPORT_STAT_FILES as VQA_STAT_FILES
 

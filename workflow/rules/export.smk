@@ -14,10 +14,12 @@ rule export:
         label_map=config["export"]["label_map"],
         actions=actions_input,
         downloads=expand(R("download/{unit}.tsv"), unit=UNITS),
+        duplicates=DUPLICATE_PAIRS,
+        contamination=DUPLICATE_CONTAMINATION,
     output:
         report(
             directory(R("export")),
-            patterns=["statistics/{name}.png", "{name}_report.tsv", "{name}.md"],
+            patterns=["statistics/{name}.png", "{name}.tsv", "{name}.md"],
             caption="../report/statistics.rst",
             category="3. Statistics",
         ),
