@@ -1,3 +1,4 @@
-"""One module per Snakemake rule, named after it (plus the CLI-only corrections and verify).
+"""One module per Snakemake rule, named after it, plus corrections (applied inside the
+track_files job) and verify (command line only).
 
 A stage imports formats, engines, report and common, never another stage."""
