@@ -6,8 +6,6 @@
 #   python <mmaction2 checkout>/tools/train.py docs/mmaction2/slowfast_r50_microg4m.py
 #   python <mmaction2 checkout>/tools/test.py docs/mmaction2/slowfast_r50_microg4m.py CHECKPOINT
 # Training needs mmaction2's full install for AVA (mmcv with its ops, mmdet).
-import os.path
-
 default_scope = "mmaction"
 
 data_root = "results/frames"  # <clip>/img_00001.jpg ... (links to <clip>/<clip>_000001.jpg)
@@ -170,5 +168,7 @@ resume = False
 # (the demo's val, on purpose: an empty ground truth crashes mmaction2's evaluation after a
 # whole epoch). Without ava_val_gt.csv it trains without validation; give val clips (or
 # ratios with val > 0 and enough clips) to validate.
-if not os.path.isfile(f"{anno_root}/ava_val_gt.csv"):
+try:
+    open(f"{anno_root}/ava_val_gt.csv").close()
+except OSError:
     val_dataloader = val_evaluator = val_cfg = None
