@@ -3,6 +3,28 @@
 The reference's settings: segment muxer, 3 s segments, timestamps reset per segment,
 forced keyframes every 3 s, libx264, 30 fps, no audio. Every kept clip is checked by
 decoding: it has exactly 90 frames or it is dropped and recorded with the reason.
+
+Which source frames a clip holds (``align``):
+
+* ``exact`` (the default): output frame i of clip k is the source frame nearest to the
+  time t = 3k + i/30 s (counted from the first frame), looking at most half an output
+  frame (1/60 s) ahead: the frame on screen at t, or the next one when it starts less
+  than 1/60 s after t and nearer than the one on screen (a tie goes to the later). Where
+  source frames fall on t (every window start at 24, 25, 30, 50, 60 fps) that is the
+  frame starting at t; at 29.97 fps window 1 starts on frame 90 (3.003 s). The filter
+  graph does it exactly, whatever the frame rate (NTSC, variable): the time base is
+  refined so that every half frame interval is a whole number, each frame's timestamp
+  is moved back by half its distance to the previous frame (at most 1/60 s), and
+  ``fps=30:round=up`` then gives every tick the last frame whose moved timestamp is at
+  or before it. The segment muxer cuts at the ticks 90k, i.e. at 3k s of the source.
+* ``reference``: the authors' command (``-r 30`` on the output: ffmpeg's constant-rate
+  conversion), byte for byte what earlier versions produced. That conversion drops a
+  source frame only when the output has run more than 1.1 output frames ahead of the
+  end of that frame (a dead band against jitter), so from a source faster than 30 fps
+  the output settles more than one output frame ahead of the source: every clip after
+  the first starts 2 source frames (40 ms) early at 50 fps, 3 (50 ms) at 60 or 59.94
+  fps, with the pinned ffmpeg and 5.1 alike. At 24, 25, 29.97 and 30 fps it picks the
+  same first and last frames as ``exact``.
 """
 
 from __future__ import annotations
@@ -22,12 +44,28 @@ from .download import read_records
 from .manifest import clip_id, write_manifest
 
 
-def _video_filter(max_height: int | None) -> str:
+ALIGNS = ("exact", "reference")
+
+
+def _video_filter(max_height: int | None, align: str = "reference", fps: int = 30) -> str:
     # Start at t=0 (force_key_frames and the segment cuts count from there), then even
-    # dimensions (yuv420p needs them), optionally capped. The frame rate is set by the
-    # output option -r, as the reference does: with ffmpeg 5.1 the fps filter picks other
-    # source frames for a 25 fps source than -r does (with ffmpeg 9 both agree).
-    steps = ["setpts=PTS-STARTPTS"]
+    # dimensions (yuv420p needs them), optionally capped. With align=reference the frame
+    # rate is set by the output option -r, as the reference does: with ffmpeg 5.1 the fps
+    # filter picks other source frames for a 25 fps source than -r does (with ffmpeg 9
+    # both agree). With align=exact, the fps filter picks the source frames (module doc).
+    if align == "exact":
+        steps = [
+            # 1/120 of the source's time base: half of any frame interval and 1/60 s
+            # (= 2/intb units) are whole numbers, so nothing below is rounded
+            "settb=expr=intb/120",
+            "setpts=PTS-STARTPTS",
+            # back by half the interval to the previous frame, at most half an output frame
+            f"setpts=PTS-if(N\\,min((PTS-PREV_INPTS)/2\\,round(1/({2 * int(fps)}*TB)))\\,0)",
+            # every output tick: the last frame at or before it (exact rational compare)
+            f"fps={int(fps)}:round=up",
+        ]
+    else:
+        steps = ["setpts=PTS-STARTPTS"]
     height = f"2*trunc(min(ih\\,{int(max_height)})/2)" if max_height else "2*trunc(ih/2)"
     width = "-2" if max_height else "2*trunc(iw/2)"
     steps.append(f"scale={width}:{height}")
@@ -56,13 +94,18 @@ def decode_problems(stderr: str) -> str:
 
 
 def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
-                   max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> "Segments":
+                   max_height: int | None = None, crf: int = 23, preset: str = "veryfast",
+                   align: str = "exact") -> "Segments":
     """Run the one-pass segmenting ffmpeg; return the segment files in order (a list whose
     ``problems`` attribute summarizes the decoding errors ffmpeg survived, see decode_problems)."""
+    check_align(align)
     pattern = out_dir / f"{source_id}_%03d.mp4"
+    # reference: the output option -r re-times (ffmpeg's constant-rate conversion);
+    # exact: the filter graph already gives one frame per 1/fps tick, passed through as is
+    rate = ["-r", str(fps), "-fps_mode", "cfr"] if align == "reference" else ["-fps_mode", "passthrough"]
     stderr = media.run_ffmpeg([
         "-i", str(video), "-map", "0:v:0", "-an", "-sn", "-dn",
-        "-vf", _video_filter(max_height), "-r", str(fps), "-fps_mode", "cfr",
+        "-vf", _video_filter(max_height, align, fps), *rate,
         "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
         "-force_key_frames", f"expr:gte(t,n_forced*{CLIP_SECONDS})",
         # segment_time_delta of half a frame: ffmpeg's documented remedy for keyframes
@@ -73,6 +116,11 @@ def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
         str(pattern),
     ], what=str(video))
     return Segments(sorted(out_dir.glob(f"{source_id}_*.mp4")), decode_problems(stderr))
+
+
+def check_align(align: str) -> None:
+    if align not in ALIGNS:
+        raise ValueError(f"trim.align = {align!r}: expected one of {', '.join(ALIGNS)}")
 
 
 class Segments(list):
@@ -95,7 +143,8 @@ STATUS_COLUMNS = ["source_id", "status", "reason", "clips", "dropped"]
 
 
 def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
-                max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> tuple[dict, list[dict]]:
+                max_height: int | None = None, crf: int = 23, preset: str = "veryfast",
+                align: str = "exact") -> tuple[dict, list[dict]]:
     """Trim the video of one download record into ``clip_dir``: (status row, manifest rows)."""
     source_id, clip_type = record["source_id"], record["clip_type"]
     for old in clip_dir.glob(f"{source_id}_*.mp4"):  # leftovers of an earlier run
@@ -111,7 +160,7 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
     try:
         try:
             segments = segment_source(results / record["path"], tmp, source_id, fps=fps,
-                                      max_height=max_height, crf=crf, preset=preset)
+                                      max_height=max_height, crf=crf, preset=preset, align=align)
             error = None
         except media.MediaError as exc:
             segments, error = Segments([]), str(exc)
@@ -144,6 +193,7 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
 def run(downloads: str | os.PathLike, manifest: str | os.PathLike, status: str | os.PathLike,
         **settings) -> list[dict]:
     """Trim every source of a download table into ``clips/{unit}/``; write manifest + status."""
+    check_align(settings.get("align", "exact"))  # before any source, not once per source
     downloads, manifest = Path(downloads), Path(manifest)
     results = downloads.parent.parent
     manifest.parent.mkdir(parents=True, exist_ok=True)
