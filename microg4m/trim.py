@@ -6,17 +6,22 @@ decoding: it has exactly 90 frames or it is dropped and recorded with the reason
 
 Which source frames a clip holds (``align``):
 
-* ``exact`` (the default): output frame i of clip k is the source frame nearest to the
-  time t = 3k + i/30 s (counted from the first frame), looking at most half an output
-  frame (1/60 s) ahead: the frame on screen at t, or the next one when it starts less
-  than 1/60 s after t and nearer than the one on screen (a tie goes to the later). Where
-  source frames fall on t (every window start at 24, 25, 30, 50, 60 fps) that is the
-  frame starting at t; at 29.97 fps window 1 starts on frame 90 (3.003 s). The filter
-  graph does it exactly, whatever the frame rate (NTSC, variable): the time base is
-  refined so that every half frame interval is a whole number, each frame's timestamp
-  is moved back by half its distance to the previous frame (at most 1/60 s), and
-  ``fps=30:round=up`` then gives every tick the last frame whose moved timestamp is at
-  or before it. The segment muxer cuts at the ticks 90k, i.e. at 3k s of the source.
+* ``exact`` (the default): clip k holds the source's frames of its window, 3k to 3k + 3 s
+  (counted from the first frame). It starts on the first source frame at or after 3k
+  (frame 150 at 50 fps, 180 at 60, 90 = 3.003 s at 29.97), and output frame i shows
+  the source frame nearest to t = 3k + i/30 s, looking at most half an output frame
+  (1/60 s) ahead: the frame on screen at t, or the next one when it starts less than
+  1/60 s after t and nearer (a tie goes to the later). So no clip shows a frame of
+  another window, and a cut on the frame that starts a window stays between two clips.
+  One exception, for variable frame rates: when the frame on screen at 3k stays there
+  for more than SNAP_SECONDS (50 ms) into the window (it was held), the clip starts on
+  it rather than on the later frame. The filter graph does all this exactly, whatever
+  the frame rate: the time base is refined so that half of any frame interval, 1/60 s
+  and 3 s are whole numbers, each frame's timestamp is moved back to the time from
+  which it is to be shown (half-way to the previous frame, at most 1/60 s; back to
+  the window's start for the first frame of a window), and ``fps=30:round=up`` then
+  gives every tick the last frame whose moved timestamp is at or before it. The
+  segment muxer cuts at the ticks 90k, i.e. at 3k s of the source.
 * ``reference``: the authors' command (``-r 30`` on the output: ffmpeg's constant-rate
   conversion), byte for byte what earlier versions produced. That conversion drops a
   source frame only when the output has run more than 1.1 output frames ahead of the
@@ -24,7 +29,8 @@ Which source frames a clip holds (``align``):
   the output settles more than one output frame ahead of the source: every clip after
   the first starts 2 source frames (40 ms) early at 50 fps, 3 (50 ms) at 60 or 59.94
   fps, with the pinned ffmpeg and 5.1 alike. At 24, 25, 29.97 and 30 fps it picks the
-  same first and last frames as ``exact``.
+  same first and last frames as ``exact``; some frames in between (and, at 23.976 fps
+  with ffmpeg 5.1, some clip ends) are one source frame off.
 """
 
 from __future__ import annotations
@@ -55,13 +61,12 @@ def _video_filter(max_height: int | None, align: str = "reference", fps: int = 3
     # both agree). With align=exact, the fps filter picks the source frames (module doc).
     if align == "exact":
         steps = [
-            # 1/120 of the source's time base: half of any frame interval and 1/60 s
-            # (= 2/intb units) are whole numbers, so nothing below is rounded
+            # 1/120 of the source's time base: half of any frame interval, 1/60 s, 1/20 s
+            # and 3 s are whole numbers of it, so nothing below is rounded
             "settb=expr=intb/120",
             "setpts=PTS-STARTPTS",
-            # back by half the interval to the previous frame, at most half an output frame
-            f"setpts=PTS-if(N\\,min((PTS-PREV_INPTS)/2\\,round(1/({2 * int(fps)}*TB)))\\,0)",
-            # every output tick: the last frame at or before it (exact rational compare)
+            "setpts=" + _exact_pts(fps).replace(",", "\\,"),
+            # every output tick: the last frame at or before it (an exact rational compare)
             f"fps={int(fps)}:round=up",
         ]
     else:
@@ -71,6 +76,24 @@ def _video_filter(max_height: int | None, align: str = "reference", fps: int = 3
     steps.append(f"scale={width}:{height}")
     steps.append("setsar=1")
     return ",".join(steps)
+
+
+SNAP_SECONDS = 0.05  # a window starts on a frame this close after its start (module doc)
+
+
+def _exact_pts(fps: int) -> str:
+    """The setpts expression of align=exact: the time from which each frame is shown.
+
+    A frame is shown from half-way back to the previous frame, at most half an output
+    frame early (then ``fps=..:round=up`` gives every tick the nearest frame, looking at
+    most 1/(2 fps) ahead); a frame that is the first of a window and starts less than
+    SNAP_SECONDS after the window's start is shown from that start.
+    """
+    window = f"round({CLIP_SECONDS}/TB)"
+    start = f"{window}*floor(PTS/{window})"  # the start of the frame's window
+    shifted = f"(PTS-min((PTS-PREV_INPTS)/2,round(1/({2 * int(fps)}*TB))))"
+    snap = f"lt(PREV_INPTS,{start})*lt(PTS-{start},round({SNAP_SECONDS}/TB))"
+    return f"if(N,if({snap},min({shifted},{start}),{shifted}),PTS)"
 
 
 def decode_problems(stderr: str) -> str:

@@ -4,8 +4,10 @@ Every source frame carries its own index as ten black/white 16x16 blocks (bit b 
 index in block b, inverted in the row below as a check), losslessly encoded (x264
 -qp 0), so a decoded clip frame names the source frame it shows even after the clip's
 lossy encoding. The sources' timestamps are read back from the files (ffmpeg showinfo),
-and the expected frames follow the rule of ``exact``: output frame i of clip k is the
-source frame nearest to t = 3k + i/30 s, at most 1/60 s ahead of t (ties: the later).
+and the expected frames follow the rule of ``exact`` (trim's module doc): output frame i of
+clip k is the source frame nearest to t = 3k + i/30 s, at most 1/60 s ahead of t (ties:
+the later), and a clip starts on the first source frame at or after 3k when that starts
+less than 50 ms after 3k (always at constant rates of 20 fps and more).
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ CFR = {"24": "24", "25": "25", "30": "30", "29.97": "30000/1001", "50": "50",
 VFR = {
     # alternating intervals of 1.45/24 and 0.55/24 s, Matroska (1 ms time base)
     "vfr_jitter": ("(N+0.45*mod(N\\,2))/24/TB", "mkv", 228),
-    # 30 fps with up to 24 ms of jitter and a 0.5 s hold after frame 99, mp4 at 1/90000
-    "vfr_hold": ("(N/30+0.006*mod(7*N\\,5)+0.5*gte(N\\,100))/TB", "mp4", 270),
+    # 26.4 fps (the first frame of window 1 starts 30 ms after 3 s, the one before 8 ms
+    # before it) with a 0.3 s hold over 6 s (frame 157 stays on screen until 6.28 s)
+    # and up to 24 ms of jitter, mp4 at 1/90000
+    "vfr_hold": ("(N/26.4+0.3*gte(N\\,158)+0.006*mod(7*N\\,5)*gte(N\\,170))/TB", "mp4", 242),
 }
 # The first frame of clip 1 (at 3 s), as issue 21 lists it for exact windows; today's
 # (reference) command gave 148 at 50 fps and 177 at 60 fps.
@@ -101,10 +105,16 @@ def source_times(path: Path) -> list[Fraction]:
 
 
 def expected_frame(times: list[Fraction], t: Fraction) -> int:
-    """The rule of align=exact: the frame nearest to t, at most 1/60 s ahead (ties: later)."""
+    """The rule of align=exact: the frame nearest to t, at most 1/60 s ahead (ties: later);
+    the first frame of a window from the window's start when it starts < 50 ms after it."""
     times = [x - times[0] for x in times]
-    starts = [times[0]] + [times[j] - min((times[j] - times[j - 1]) / 2, Fraction(1, 60))
-                           for j in range(1, len(times))]
+    starts = [times[0]]
+    for j in range(1, len(times)):
+        start = times[j] - min((times[j] - times[j - 1]) / 2, Fraction(1, 60))
+        window = 3 * (times[j] // 3)
+        if times[j - 1] < window and times[j] - window < Fraction(1, 20):
+            start = min(start, window)
+        starts.append(start)
     return max(j for j, s in enumerate(starts) if s <= t)
 
 
@@ -135,6 +145,8 @@ def test_exact_clips_hold_the_source_frames_of_their_window(tmp_path, sources, b
         assert got == want, f"{name} {row.clip_id}: frames {[i for i in range(90) if got[i] != want[i]]} differ"
     if name in CLIP1_FIRST:
         assert codes(folder / "src_001.mp4")[0] == CLIP1_FIRST[name]
+    if name == "vfr_hold":  # snapped to the window's first frame; held across 6 s
+        assert codes(folder / "src_001.mp4")[0] == 80 and codes(folder / "src_002.mp4")[0] == 157
 
 
 # The command that trim ran before trim.align existed (max_height null, the defaults).
