@@ -28,9 +28,10 @@ Which source frames a clip holds (``align``):
   end of that frame (a dead band against jitter), so from a source faster than 30 fps
   the output settles more than one output frame ahead of the source: every clip after
   the first starts 2 source frames (40 ms) early at 50 fps, 3 (50 ms) at 60 or 59.94
-  fps, with the pinned ffmpeg and 5.1 alike. At 24, 25, 29.97 and 30 fps it picks the
-  same first and last frames as ``exact``; some frames in between (and, at 23.976 fps
-  with ffmpeg 5.1, some clip ends) are one source frame off.
+  fps, with the pinned ffmpeg and 5.1 alike. At 24, 25 and 30 fps it picks the same
+  first and last frames as ``exact``; at 23.976 and 29.97 fps about half the clips
+  start on the last frame before their window (< half a frame early); some frames in
+  between are one source frame off at 23.976, 24, 25 fps and variable rates.
 """
 
 from __future__ import annotations
