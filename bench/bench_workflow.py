@@ -14,7 +14,7 @@ of the .mp4 files (source id = file stem, clip type r), the paper settings
 (config/config.yaml's defaults; the JPEG frames and the AVA export included), the default
 profile, ``--cores N``. Exported models are made inside each run (their cache is in the
 fresh results folder). ``--same-pixels``: ours cuts with the ffmpeg the reference uses
-(the one on PATH) and x264's default preset (medium, as the reference's command; slower
+(the one on PATH), ``trim.align: reference`` and x264's default preset (medium, as the reference's command; slower
 than microg4m's veryfast), as bench_fidelity.py does, so that both sides see the same
 pixels, and then each variant's clips, decisions, persons, keyframes and motion levels
 are compared with the reference's outputs of this sitting (the oracle's compare.py),
@@ -118,8 +118,8 @@ def write_inputs(sources: Path, work: Path, runtime: str | None, same_pixels: bo
            "filter": {"screening": str(work / "no_screening.txt")}}
     if runtime:
         cfg["detect"] = {"runtime": runtime}
-    if same_pixels:  # the reference's ffmpeg (PATH) and x264 preset (ffmpeg's default)
-        cfg.update(ffmpeg=shutil.which("ffmpeg"), trim={"preset": "medium"})
+    if same_pixels:  # the reference's ffmpeg (PATH), x264 preset (ffmpeg's default) and frame picking
+        cfg.update(ffmpeg=shutil.which("ffmpeg"), trim={"preset": "medium", "align": "reference"})
     path = work / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path

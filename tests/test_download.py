@@ -66,10 +66,13 @@ def _source(tmp_path, name="clip.mp4", seconds=2):
     return src
 
 
-def test_every_state_a_kill_can_leave_gives_the_first_runs_record(tmp_path):
+def test_every_state_a_kill_can_leave_gives_the_first_runs_record(tmp_path, monkeypatch):
     """A killed download job leaves one of: parts in the staging folder, a record without
     its video (killed between the two), or the video with its record but no status table.
     Each re-run gives the same record (title, attempts ...) and status table as the first run."""
+    # a video fetched again is stamped with the time of that fetch (downloaded_at): a fixed
+    # clock, as for reproducible builds, so that a later second compares equal
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1767225600")
     src = _source(tmp_path)
     sources = [{"source_id": "p1", "url": src.as_uri(), "clip_type": "r"}]
     d = tmp_path / "results" / "download"

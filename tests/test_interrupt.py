@@ -36,7 +36,8 @@ PROFILE = ["--workflow-profile", str(REPO / "workflow" / "profiles" / "default")
 KILLPOINTS = Path(__file__).resolve().parent / "killpoints"
 TABLES = {".csv", ".tsv", ".txt", ".pbtxt", ".json"}
 # Files that record when and how long, not what: never compared.
-VOLATILE = ("logs/", "benchmarks/")
+# logs, timings, and the near-duplicate cache (valid by its signature files' mtimes)
+VOLATILE = ("logs/", "benchmarks/", "duplicates/cache/")
 
 # (rule, event, path pattern, the state the kill leaves). "after-replace" of a job's last
 # output kills it after it wrote everything but before Snakemake recorded it as finished:

@@ -3,6 +3,35 @@
 The reference's settings: segment muxer, 3 s segments, timestamps reset per segment,
 forced keyframes every 3 s, libx264, 30 fps, no audio. Every kept clip is checked by
 decoding: it has exactly 90 frames or it is dropped and recorded with the reason.
+
+Which source frames a clip holds (``align``):
+
+* ``exact`` (the default): clip k holds the source's frames of its window, 3k to 3k + 3 s
+  (counted from the first frame). It starts on the first source frame at or after 3k
+  (frame 150 at 50 fps, 180 at 60, 90 = 3.003 s at 29.97), and output frame i shows
+  the source frame nearest to t = 3k + i/30 s, looking at most half an output frame
+  (1/60 s) ahead: the frame on screen at t, or the next one when it starts less than
+  1/60 s after t and nearer (a tie goes to the later). So no clip shows a frame of
+  another window, and a cut on the frame that starts a window stays between two clips.
+  One exception, for variable frame rates: when the frame on screen at 3k stays there
+  for more than SNAP_SECONDS (50 ms) into the window (it was held), the clip starts on
+  it rather than on the later frame. The filter graph does all this exactly, whatever
+  the frame rate: the time base is refined so that half of any frame interval, 1/60 s
+  and 3 s are whole numbers, each frame's timestamp is moved back to the time from
+  which it is to be shown (half-way to the previous frame, at most 1/60 s; back to
+  the window's start for the first frame of a window), and ``fps=30:round=up`` then
+  gives every tick the last frame whose moved timestamp is at or before it. The
+  segment muxer cuts at the ticks 90k, i.e. at 3k s of the source.
+* ``reference``: the authors' command (``-r 30`` on the output: ffmpeg's constant-rate
+  conversion), byte for byte what earlier versions produced. That conversion drops a
+  source frame only when the output has run more than 1.1 output frames ahead of the
+  end of that frame (a dead band against jitter), so from a source faster than 30 fps
+  the output settles more than one output frame ahead of the source: every clip after
+  the first starts 2 source frames (40 ms) early at 50 fps, 3 (50 ms) at 60 or 59.94
+  fps, with the pinned ffmpeg and 5.1 alike. At 24, 25 and 30 fps it picks the same
+  first and last frames as ``exact``; at 23.976 and 29.97 fps about half the clips
+  start on the last frame before their window (< half a frame early); some frames in
+  between are one source frame off at 23.976, 24, 25 fps and variable rates.
 """
 
 from __future__ import annotations
@@ -23,17 +52,50 @@ from microg4m.formats.records import read_records
 from microg4m.formats.manifest import clip_id, write_manifest
 
 
-def _video_filter(max_height: int | None) -> str:
+ALIGNS = ("exact", "reference")
+
+
+def _video_filter(max_height: int | None, align: str = "reference", fps: int = 30) -> str:
     # Start at t=0 (force_key_frames and the segment cuts count from there), then even
-    # dimensions (yuv420p needs them), optionally capped. The frame rate is set by the
-    # output option -r, as the reference does: with ffmpeg 5.1 the fps filter picks other
-    # source frames for a 25 fps source than -r does (with ffmpeg 9 both agree).
-    steps = ["setpts=PTS-STARTPTS"]
+    # dimensions (yuv420p needs them), optionally capped. With align=reference the frame
+    # rate is set by the output option -r, as the reference does: with ffmpeg 5.1 the fps
+    # filter picks other source frames for a 25 fps source than -r does (with ffmpeg 9
+    # both agree). With align=exact, the fps filter picks the source frames (module doc).
+    if align == "exact":
+        steps = [
+            # 1/120 of the source's time base: half of any frame interval, 1/60 s, 1/20 s
+            # and 3 s are whole numbers of it, so nothing below is rounded
+            "settb=expr=intb/120",
+            "setpts=PTS-STARTPTS",
+            "setpts=" + _exact_pts(fps).replace(",", "\\,"),
+            # every output tick: the last frame at or before it (an exact rational compare)
+            f"fps={int(fps)}:round=up",
+        ]
+    else:
+        steps = ["setpts=PTS-STARTPTS"]
     height = f"2*trunc(min(ih\\,{int(max_height)})/2)" if max_height else "2*trunc(ih/2)"
     width = "-2" if max_height else "2*trunc(iw/2)"
     steps.append(f"scale={width}:{height}")
     steps.append("setsar=1")
     return ",".join(steps)
+
+
+SNAP_SECONDS = 0.05  # a window starts on a frame this close after its start (module doc)
+
+
+def _exact_pts(fps: int) -> str:
+    """The setpts expression of align=exact: the time from which each frame is shown.
+
+    A frame is shown from half-way back to the previous frame, at most half an output
+    frame early (then ``fps=..:round=up`` gives every tick the nearest frame, looking at
+    most 1/(2 fps) ahead); a frame that is the first of a window and starts less than
+    SNAP_SECONDS after the window's start is shown from that start.
+    """
+    window = f"round({CLIP_SECONDS}/TB)"
+    start = f"{window}*floor(PTS/{window})"  # the start of the frame's window
+    shifted = f"(PTS-min((PTS-PREV_INPTS)/2,round(1/({2 * int(fps)}*TB))))"
+    snap = f"lt(PREV_INPTS,{start})*lt(PTS-{start},round({SNAP_SECONDS}/TB))"
+    return f"if(N,if({snap},min({shifted},{start}),{shifted}),PTS)"
 
 
 def decode_problems(stderr: str) -> str:
@@ -57,13 +119,18 @@ def decode_problems(stderr: str) -> str:
 
 
 def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
-                   max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> "Segments":
+                   max_height: int | None = None, crf: int = 23, preset: str = "veryfast",
+                   align: str = "exact") -> "Segments":
     """Run the one-pass segmenting ffmpeg; return the segment files in order (a list whose
     ``problems`` attribute summarizes the decoding errors ffmpeg survived, see decode_problems)."""
+    check_align(align)
     pattern = out_dir / f"{source_id}_%03d.mp4"
+    # reference: the output option -r re-times (ffmpeg's constant-rate conversion);
+    # exact: the filter graph already gives one frame per 1/fps tick, passed through as is
+    rate = ["-r", str(fps), "-fps_mode", "cfr"] if align == "reference" else ["-fps_mode", "passthrough"]
     stderr = media.run_ffmpeg([
         "-i", str(video), "-map", "0:v:0", "-an", "-sn", "-dn",
-        "-vf", _video_filter(max_height), "-r", str(fps), "-fps_mode", "cfr",
+        "-vf", _video_filter(max_height, align, fps), *rate,
         "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
         "-force_key_frames", f"expr:gte(t,n_forced*{CLIP_SECONDS})",
         # segment_time_delta of half a frame: ffmpeg's documented remedy for keyframes
@@ -74,6 +141,11 @@ def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
         str(pattern),
     ], what=str(video))
     return Segments(sorted(out_dir.glob(f"{source_id}_*.mp4")), decode_problems(stderr))
+
+
+def check_align(align: str) -> None:
+    if align not in ALIGNS:
+        raise ValueError(f"trim.align = {align!r}: expected one of {', '.join(ALIGNS)}")
 
 
 class Segments(list):
@@ -96,7 +168,8 @@ STATUS_COLUMNS = ["source_id", "status", "reason", "clips", "dropped"]
 
 
 def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
-                max_height: int | None = None, crf: int = 23, preset: str = "veryfast") -> tuple[dict, list[dict]]:
+                max_height: int | None = None, crf: int = 23, preset: str = "veryfast",
+                align: str = "exact") -> tuple[dict, list[dict]]:
     """Trim the video of one download record into ``clip_dir``: (status row, manifest rows)."""
     source_id, clip_type = record["source_id"], record["clip_type"]
     for old in clip_dir.glob(f"{source_id}_*.mp4"):  # leftovers of an earlier run
@@ -112,7 +185,7 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
     try:
         try:
             segments = segment_source(results / record["path"], tmp, source_id, fps=fps,
-                                      max_height=max_height, crf=crf, preset=preset)
+                                      max_height=max_height, crf=crf, preset=preset, align=align)
             error = None
         except media.MediaError as exc:
             segments, error = Segments([]), str(exc)
@@ -145,6 +218,7 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
 def run(downloads: str | os.PathLike, manifest: str | os.PathLike, status: str | os.PathLike,
         **settings) -> list[dict]:
     """Trim every source of a download table into ``clips/{unit}/``; write manifest + status."""
+    check_align(settings.get("align", "exact"))  # before any source, not once per source
     downloads, manifest = Path(downloads), Path(manifest)
     results = downloads.parent.parent
     manifest.parent.mkdir(parents=True, exist_ok=True)

@@ -39,17 +39,18 @@ UNITS = _units.make_units(
 
 def detect_threads():
     """Threads of one detect job (Snakemake caps them at --cores; --set-threads detect=N
-    overrides): on a GPU 4, the decoding workers that feed it; on a CPU every core, at
-    most 8. One job at a time with every core beat one-thread jobs side by side on 2 cores
-    (OpenVINO scales to 1.9x there, and no job waits for the slowest unit at the end:
-    README, "Benchmarks")."""
+    overrides): on a GPU 4, the decoding workers that feed it; on a CPU the cores shared
+    out over the detect jobs that can run at once (one per unit, at most 8 threads). On
+    the 2-core AMD EPYC, two 1-thread jobs side by side beat one 2-thread job after the
+    other: 412 s against 445 s for the whole run, 253 s against 296 s at bf16, because a
+    job's pre- and post-processing runs on one thread (docs: Benchmarks)."""
     if DETECT_ON_GPU:
         return 4
     try:
         cores = workflow.cores
     except WorkflowError:  # a dry run without --cores
         cores = os.cpu_count() or 1
-    return max(1, min(8, cores))
+    return max(1, min(8, cores // max(1, min(len(UNITS), cores))))
 
 
 def calibration_manifests(wildcards):
