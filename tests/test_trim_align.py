@@ -23,8 +23,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from microg4m import media, trim
-from microg4m.manifest import read_manifest
+from microg4m.common import media
+from microg4m.stages import trim
+from microg4m.formats.manifest import read_manifest
 
 BITS, BLOCK = 10, 16  # frame indices up to 1023; frames are 160x32
 SECONDS = 9.5  # three 3 s clips and a dropped 0.5 s tail
