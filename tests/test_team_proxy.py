@@ -1,4 +1,4 @@
-"""The README's reverse-proxy example (docs/team-nginx.conf) run for real: Debian's nginx
+"""The reverse-proxy example of docs/team.md (docs/team-nginx.conf) run for real: Debian's nginx
 terminates TLS in front of the team server, and a headless Chromium logs in through it.
 
 Only the name, the certificate paths and the ports of the example are replaced (a

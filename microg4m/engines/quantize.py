@@ -27,7 +27,7 @@ from microg4m.engines import runtime as rt
 
 log = logging.getLogger(__name__)
 
-CALIBRATION_FRAMES = 128  # NNCF's statistics settle well before its 300 default on this model (README table)
+CALIBRATION_FRAMES = 128  # fewer than NNCF's default 300, for a quicker calibration; tests/test_runtime.py checks the int8 boxes against fp32
 
 
 def calibration_set(manifests, n: int = CALIBRATION_FRAMES) -> list[tuple[Path, int]]:

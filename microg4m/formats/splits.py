@@ -1,6 +1,6 @@
 """Train / val / test splits by clip (the reference) or by source.
 
-Recipe (the reference's, see docs/fidelity.md): the units (clips, or sources with all their
+Recipe (the reference's, see docs/formats.md): the units (clips, or sources with all their
 clips) are shuffled with ``random.Random(seed)``; a greedy pass then puts into train,
 for each action not yet covered (rarest first), the first unit in that order that has
 it, so that train covers every action present; the remaining units, in the same

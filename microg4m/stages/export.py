@@ -1,5 +1,5 @@
 """AVA-format export: keyframe boxes, label validation, merged CSVs, splits, frame lists
-and statistics (the files of the released MicroG-4M dataset; see README "Export").
+and statistics (the files of the released MicroG-4M dataset; see docs/formats.md).
 
 Keyframe: per (clip, person) the recorded frame closest to the median of that person's
 recorded frames (ties: the earliest). Its box is divided by the clip's width/height
@@ -259,7 +259,7 @@ def run(
     duplicate_pairs=None,
     contamination=None,
 ) -> dict:
-    """Write the export into ``out_dir`` (see the module docstring and README); return a summary.
+    """Write the export into ``out_dir`` (see the module docstring and docs/formats.md); return a summary.
 
     ``frames``: optional done lists of :func:`microg4m.stages.frames.run`; clips of the dataset
     whose frames failed are listed in ``input_report.tsv``. ``notes``: more

@@ -12,7 +12,7 @@ boxes (``count``):
   its 3rd frame; BoT-SORT: its 2nd), unless it starts on frame 1, so a person entering
   the clip counts from then on. The tracker runs without camera-motion compensation
   here (no frame is decoded): that only moves predicted boxes, and changed no decision
-  on the test footage (README, "Fidelity").
+  on the test footage (docs/fidelity.md).
 - ``detections``: every cached detection.
 
 detect skips the frames a clip that must be rejected does not need (microg4m.formats.rejection);

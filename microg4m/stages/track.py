@@ -21,7 +21,7 @@ hand-made tracker outputs):
   shrinks the selection ends at that refresh (everyone is recorded there);
 - coordinates are truncated to integers before the area test and in the written boxes.
 
-Options that depart from the reference (documented in the README): ``box_mode:
+Options that depart from the reference (documented in docs/fidelity.md): ``box_mode:
 interpolate`` (linear between refreshes), ``person_ids: contiguous`` (1..n by first
 recorded frame) and ``pixels: subpixel`` (no truncation).
 """

@@ -7,7 +7,7 @@ any recorded person (so a missed person can be added in CVAT):
 * ``mot/{unit}/{clip}.txt``: ``frame,id,left,top,width,height,conf,-1,-1,-1`` per box,
   frames 1-based, sorted by frame and id (MOTChallenge's result format; pixels, 2 decimals).
 * ``cvat/{unit}/{clip}.xml``: see :mod:`microg4m.formats.cvat`; upload it into a CVAT task made
-  from ``clips/{src}/{clip}.mp4`` (README "Correcting boxes in CVAT").
+  from ``clips/{src}/{clip}.mp4`` (docs/cvat.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``microg4m team COMMAND`` (see options.py for the options, README "Team mode")."""
+"""``microg4m team COMMAND`` (see options.py for the options, docs/team.md)."""
 
 from __future__ import annotations
 

@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("serve", help="serve the team pages (login, annotation, adjudication)")
     _common(p)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1; put a TLS reverse "
-                                                         "proxy in front, see the README)")
+                                                         "proxy in front, see docs/team.md)")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="host name the proxy forwards (its server_name); other Host headers are refused")
