@@ -89,7 +89,7 @@ def test_caption_and_qa_editors_save_review_reload_and_keep_the_persons_edit(ser
             page.fill("#caption", "A dancer in black stands in front of a blue wall.")
             assert page.inner_text("#vqa-status") == "unsaved changes"
             page.keyboard.press("Control+s")
-            wait_text(page, "#vqa-status", "saved")
+            page.wait_for_function("() => document.getElementById('vqa-status').textContent.startsWith('saved ')")  # not "unsaved changes"
             entry = json.loads(reviews.read_text())["clips"]["dancer_000"]
             assert entry["caption"] == "A dancer in black stands in front of a blue wall."
             assert len(entry["qa_pairs"]) == 6 and entry["qa_pairs"][5] == {"Q": "Where is the dancer?",

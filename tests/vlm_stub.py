@@ -138,15 +138,21 @@ class StubVLM:
         with self.lock:
             n = self._seen[(kind, clip)] = self._seen.get((kind, clip), 0) + 1
         behaviour = self.behaviour.get(clip, OK)
-        status = 200
         if kind == "auth":
             status = 401
-            self.send(h, 401, {"error": {"message": "invalid API key"}})
         elif behaviour == DOWN:
             status = 500
-            self.send(h, 500, {"error": {"message": "model worker crashed"}})
         elif behaviour == ERROR_ONCE and kind == "caption" and n == 1:
             status = 503
+        else:
+            status = 200
+        with self.lock:  # before the reply: a client that has its answer finds its request here
+            self.requests.append({"kind": kind, "clip": clip, "status": status, "n": n})
+        if status == 401:
+            self.send(h, 401, {"error": {"message": "invalid API key"}})
+        elif status == 500:
+            self.send(h, 500, {"error": {"message": "model worker crashed"}})
+        elif status == 503:
             self.send(h, 503, {"error": {"message": "server busy, try again"}})
         elif behaviour == NOT_JSON and kind == "caption":
             h.send_response(200)
@@ -171,8 +177,6 @@ class StubVLM:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
                              "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
-        with self.lock:
-            self.requests.append({"kind": kind, "clip": clip, "status": status, "n": n})
 
     @staticmethod
     def send(h, status: int, doc: dict) -> None:
