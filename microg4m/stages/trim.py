@@ -23,15 +23,15 @@ Which source frames a clip holds (``align``):
   gives every tick the last frame whose moved timestamp is at or before it. The
   segment muxer cuts at the ticks 90k, i.e. at 3k s of the source.
 * ``reference``: the authors' command (``-r 30`` on the output: ffmpeg's constant-rate
-  conversion), byte for byte what earlier versions produced. That conversion drops a
+  conversion; no filter and the source's pixel format), whose clips it gives byte for
+  byte with the same ffmpeg and x264 preset (a source of odd width or height is scaled
+  to even ones, which the authors' command cannot encode). That conversion drops a
   source frame only when the output has run more than 1.1 output frames ahead of the
   end of that frame (a dead band against jitter), so from a source faster than 30 fps
   the output settles more than one output frame ahead of the source: every clip after
-  the first starts 2 source frames (40 ms) early at 50 fps, 3 (50 ms) at 60 or 59.94
-  fps, with the pinned ffmpeg and 5.1 alike. At 24, 25 and 30 fps it picks the same
-  first and last frames as ``exact``; at 23.976 and 29.97 fps about half the clips
-  start on the last frame before their window (< half a frame early); some frames in
-  between are one source frame off at 23.976, 24, 25 fps and variable rates.
+  the first starts early (clip 1 on frame 148 or 147 at 50 fps, 177 or 176 at 59.94 fps,
+  177 at 60 fps, with the pinned ffmpeg or Debian's 5.1, where ``exact`` starts on 150
+  and 180). At 30 fps both modes give identical clips.
 """
 
 from __future__ import annotations
@@ -55,29 +55,43 @@ from microg4m.formats.manifest import clip_id, write_manifest
 ALIGNS = ("exact", "reference")
 
 
-def _video_filter(max_height: int | None, align: str = "reference", fps: int = 30) -> str:
-    # Start at t=0 (force_key_frames and the segment cuts count from there), then even
-    # dimensions (yuv420p needs them), optionally capped. With align=reference the frame
-    # rate is set by the output option -r, as the reference does: with ffmpeg 5.1 the fps
-    # filter picks other source frames for a 25 fps source than -r does (with ffmpeg 9
-    # both agree). With align=exact, the fps filter picks the source frames (module doc).
-    if align == "exact":
-        steps = [
-            # 1/120 of the source's time base: half of any frame interval, 1/60 s, 1/20 s
-            # and 3 s are whole numbers of it, so nothing below is rounded
-            "settb=expr=intb/120",
-            "setpts=PTS-STARTPTS",
-            "setpts=" + _exact_pts(fps).replace(",", "\\,"),
-            # every output tick: the last frame at or before it (an exact rational compare)
-            f"fps={int(fps)}:round=up",
-        ]
-    else:
-        steps = ["setpts=PTS-STARTPTS"]
+def _video_filter(max_height: int | None, fps: int = 30) -> str:
+    """The -vf of align=exact: start at t=0 (force_key_frames and the segment cuts count
+    from there), the fps filter picks the source frames (module doc), then even
+    dimensions (yuv420p needs them), optionally capped."""
+    steps = [
+        # 1/120 of the source's time base: half of any frame interval, 1/60 s, 1/20 s
+        # and 3 s are whole numbers of it, so nothing below is rounded
+        "settb=expr=intb/120",
+        "setpts=PTS-STARTPTS",
+        "setpts=" + _exact_pts(fps).replace(",", "\\,"),
+        # every output tick: the last frame at or before it (an exact rational compare)
+        f"fps={int(fps)}:round=up",
+        _even_scale(max_height),
+        "setsar=1",
+    ]
+    return ",".join(steps)
+
+
+def _even_scale(max_height: int | None) -> str:
     height = f"2*trunc(min(ih\\,{int(max_height)})/2)" if max_height else "2*trunc(ih/2)"
     width = "-2" if max_height else "2*trunc(iw/2)"
-    steps.append(f"scale={width}:{height}")
-    steps.append("setsar=1")
-    return ",".join(steps)
+    return f"scale={width}:{height}"
+
+
+def _reference_video_args(video: Path, max_height: int | None) -> list[str]:
+    """The picture options of align=reference: none, as in the authors' command (no filter,
+    the source's pixel format: a full-range source stays full range, and -r alone picks
+    the frames), unless the source's size needs a scale (odd dimensions, which 4:2:0 H.264
+    cannot hold and the authors' command fails on) or trim.max_height caps it."""
+    if not max_height:
+        try:
+            info = media.probe(video)
+        except media.MediaError:
+            info = None  # ffmpeg itself then says what is wrong with the source
+        if info is None or (info.width % 2 == 0 and info.height % 2 == 0):
+            return []
+    return ["-vf", _even_scale(max_height)]
 
 
 SNAP_SECONDS = 0.05  # a window starts on a frame this close after its start (module doc)
@@ -127,11 +141,13 @@ def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
     pattern = out_dir / f"{source_id}_%03d.mp4"
     # reference: the output option -r re-times (ffmpeg's constant-rate conversion);
     # exact: the filter graph already gives one frame per 1/fps tick, passed through as is
-    rate = ["-r", str(fps), "-fps_mode", "cfr"] if align == "reference" else ["-fps_mode", "passthrough"]
+    if align == "reference":
+        picture = [*_reference_video_args(video, max_height), "-r", str(fps), "-fps_mode", "cfr"]
+    else:
+        picture = ["-vf", _video_filter(max_height, fps), "-fps_mode", "passthrough", "-pix_fmt", "yuv420p"]
     stderr = media.run_ffmpeg([
-        "-i", str(video), "-map", "0:v:0", "-an", "-sn", "-dn",
-        "-vf", _video_filter(max_height, align, fps), *rate,
-        "-c:v", "libx264", "-preset", preset, "-crf", str(crf), "-pix_fmt", "yuv420p",
+        "-i", str(video), "-map", "0:v:0", "-an", "-sn", "-dn", *picture,
+        "-c:v", "libx264", "-preset", preset, "-crf", str(crf),
         "-force_key_frames", f"expr:gte(t,n_forced*{CLIP_SECONDS})",
         # segment_time_delta of half a frame: ffmpeg's documented remedy for keyframes
         # whose time rounds to just under the boundary (else a segment spans 6 s).
