@@ -36,6 +36,14 @@ TRACKS = {
 }
 
 
+def copies_of(video: Path, size):
+    """A ``clip_maker`` for build_results: every clip is a copy of one real clip of ``size``."""
+    def copy(path: Path):
+        path.write_bytes(video.read_bytes())
+        return size
+    return copy
+
+
 def build_results(root: Path, clip_maker=None, size=(320, 306)) -> Path:
     """A results folder: source ``dancer`` (real) and ``film`` (movie).
 
@@ -247,12 +255,7 @@ def clip_video(tmp_path_factory):
 def make_app(tmp_path, clip_video, annotator: str = ""):
     """The real app over a small results folder whose clips are copies of one real clip."""
     video, size = clip_video
-
-    def copy(path: Path):
-        path.write_bytes(video.read_bytes())
-        return size
-
-    res = build_results(tmp_path / "results", clip_maker=copy, size=size)
+    res = build_results(tmp_path / "results", clip_maker=copies_of(video, size), size=size)
     ann = tmp_path / "annotations"
     app = create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"), str(LABEL_MAP), annotator)
     return app, res, ann

@@ -17,7 +17,7 @@ from microg4m.annotate.team.server import create_app
 
 from team_setup import HEADER, SCREENING_HEADER, history_rows, make_project, password, serving
 from test_annotate_browser import ARGS, BGR, CHROMIUM, near
-from test_annotate_store import LABEL_MAP, clip_video  # noqa: F401  (fixture)
+from test_annotate_store import LABEL_MAP, clip_video, copies_of  # noqa: F401  (fixture)
 from microg4m.formats.decisions import read_screening
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -27,12 +27,7 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason="needs Debian's c
 @pytest.fixture
 def team(tmp_path, clip_video):  # noqa: F811
     video, size = clip_video
-
-    def copy(path: Path):
-        path.write_bytes(video.read_bytes())
-        return size
-
-    project = make_project(tmp_path, clip_maker=copy, size=size)
+    project = make_project(tmp_path, clip_maker=copies_of(video, size), size=size)
     with serving(create_app(project, {"127.0.0.1", "localhost"})) as port:
         yield f"http://127.0.0.1:{port}", project, tmp_path
 

@@ -23,7 +23,7 @@ from microg4m.annotate.team.server import create_app
 
 from team_setup import history_rows, make_project, serving
 from test_annotate_browser import ARGS, CHROMIUM
-from test_annotate_store import clip_video  # noqa: F401  (fixture)
+from test_annotate_store import clip_video, copies_of  # noqa: F401  (fixture)
 from test_team_browser import login, wait_text
 from test_vqa_browser import MODEL, draft
 from test_vqa_review import RELEASED_SCHEMA
@@ -40,12 +40,7 @@ NEW_PAIR = {"Q": "How many people are in the clip?", "A": "One."}
 @pytest.fixture
 def team(tmp_path, clip_video):  # noqa: F811
     video, size = clip_video
-
-    def copy(path: Path):
-        path.write_bytes(video.read_bytes())
-        return size
-
-    project = make_project(tmp_path, clip_maker=copy, size=size)
+    project = make_project(tmp_path, clip_maker=copies_of(video, size), size=size)
     res = Path(project.settings.results)
     with StubVLM(model=MODEL, api_key=None, frames=2, frame_size=128) as stub:
         draft(res, stub)

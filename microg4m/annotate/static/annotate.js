@@ -10,39 +10,7 @@ const S = {
   person: null,     // selected person id
   search: "", active: 0,
 };
-const $ = (id) => document.getElementById(id);
 const labelById = new Map();
-
-// ------------------------------------------------------------------ server
-// Returns the JSON answer, or null after showing the error.
-async function api(method, url, body) {
-  const opt = { method, headers: {} };
-  if (body !== undefined) {
-    opt.headers["Content-Type"] = "application/json";
-    opt.body = JSON.stringify(body);
-  }
-  let r;
-  try {
-    r = await fetch(url, opt);
-  } catch (e) {
-    toast(`server not reachable (${e.message})`);
-    return null;
-  }
-  const data = await r.json().catch(() => ({ error: `${r.status} ${r.statusText}` }));
-  if (!r.ok) {
-    toast(data.error || `${r.status} ${r.statusText}`); // the refusal, as the server words it
-    return null;
-  }
-  return data;
-}
-
-function toast(msg) {
-  const t = $("toast");
-  t.textContent = msg;
-  t.hidden = false;
-  clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => (t.hidden = true), 5000);
-}
 
 async function loadState() {
   const st = await api("GET", "/api/state");

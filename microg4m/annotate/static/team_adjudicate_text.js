@@ -5,29 +5,6 @@
 "use strict";
 
 const T = { data: null, clip: null, images: [], frame: 1, playing: false, acc: 0, lastT: null, warn: [] };
-const $ = (id) => document.getElementById(id);
-
-async function api(method, url, body) {
-  const opt = { method, headers: {} };
-  if (body !== undefined) {
-    opt.headers["Content-Type"] = "application/json";
-    opt.body = JSON.stringify(body);
-  }
-  let r;
-  try { r = await fetch(url, opt); } catch (e) { toast(`server not reachable (${e.message})`); return null; }
-  const data = await r.json().catch(() => ({ error: `${r.status} ${r.statusText}` }));
-  if (!r.ok) { toast(data.error || `${r.status} ${r.statusText}`); return null; }
-  return data;
-}
-
-function toast(msg, ok = false) {
-  const t = $("toast");
-  t.textContent = msg;
-  t.style.background = ok ? "#1a8a2e" : "";
-  t.hidden = false;
-  clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => (t.hidden = true), 4000);
-}
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
