@@ -77,8 +77,9 @@ DEFAULT_FOOTAGE = {
     "vtest_a": ("vtest", 0, 21), "vtest_b": ("vtest", 40, 21), "bikes": ("bikes", 0, None),
 }
 H264 = ["-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p"]
-STAGES = ("download", "detector", "trim", "detect", "scenes", "filter", "motion", "track", "track_files", "frames",
-          "export", "ledger")
+# the table's order; any other rule with a benchmark file or sampled CPU comes after these
+STAGES = ("download", "versions", "detector", "trim", "detect", "scenes", "filter", "motion", "track", "track_files",
+          "frames", "signatures", "duplicates", "duplicate_sheets", "export", "ledger")
 PRESETS = {"default": [], "fast": [REPO / "config" / "presets" / "fast.yaml"]}
 JOB_SCRIPT = re.compile(r"\.snakemake/scripts/tmp[^/]*\.(\w+)\.py$")
 
@@ -215,7 +216,8 @@ def stage_table(results: Path, rule_cpu: dict) -> list[dict]:
     """Per rule: jobs, summed seconds and largest RSS (Snakemake's benchmark files), CPU
     seconds (sampled from the process tree)."""
     rows = []
-    for stage in STAGES:
+    seen = {p.stem if p.is_file() else p.name for p in (results / "benchmarks").glob("*")} | set(rule_cpu)
+    for stage in [*STAGES, *sorted(seen - set(STAGES) - {"all"})]:
         files = sorted((results / "benchmarks" / stage).glob("*.tsv")) + sorted(
             (results / "benchmarks").glob(f"{stage}.tsv"))
         if not files and stage not in rule_cpu:
