@@ -37,7 +37,7 @@ def frames_at(path: Path, times: set[float]) -> dict[float, np.ndarray | None]:
     """The BGR frame on screen at each of ``times`` (seconds), decoding the clip once, in
     order, up to the latest one (a time past the end gets the last frame; None when the
     file does not open). One pass per clip: a clip is in many pairs, and a pass per
-    thumbnail decoded 40 times as many frames (12 s of a 138 s benchmark run)."""
+    thumbnail took 12 s of a 138 s bench_workflow run (docs/benchmarks.md)."""
     cap = cv2.VideoCapture(str(path))
     try:
         if not cap.isOpened():
