@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -154,6 +155,37 @@ def test_one_export_serves_every_shape_with_the_boxes_of_one_export_per_shape(de
             for g, w in zip(got, want):
                 np.testing.assert_array_equal(g, w, err_msg=key)
     assert len(list((tmp_path / "cache").glob("*/export.json"))) == 1
+
+
+@pytest.mark.skipif(not rt.installed("openvino"), reason="openvino is not installed")
+def test_openvino_export_of_a_pose_model_has_no_keypoint_branch_and_the_same_boxes(demo_frames, tmp_path):
+    """boxes_only(): the export outputs 4 box rows + 1 class row (not the 51 keypoint rows
+    too), loads as a detect model, and gives bit for bit the boxes of the whole head."""
+    import openvino as ov
+    import yaml
+
+    det = detect.Detector(WEIGHTS, runtime="openvino", device="cpu", batch=4, threads=1, cache=tmp_path / "cache")
+    export = det.exported()
+    assert yaml.safe_load((export / "metadata.yaml").read_text())["task"] == "detect"
+    assert ov.Core().read_model(str(export / "model.xml")).output(0).get_partial_shape()[1].get_length() == 5
+
+    whole = tmp_path / "whole"  # ultralytics' own export, the whole head
+    whole.mkdir()
+    weights = detect.resolve_weights(WEIGHTS)
+    (whole / "m.pt").write_bytes(open(weights, "rb").read())
+    from ultralytics import YOLO
+
+    full = Path(YOLO(str(whole / "m.pt")).export(format="openvino", imgsz=640, dynamic=True, verbose=False))
+    assert ov.Core().read_model(str(full / "m.xml")).output(0).get_partial_shape()[1].get_length() == 56
+    other = detect.Detector(WEIGHTS, runtime="openvino", device="cpu", batch=4, threads=1, model=full)
+    boxes = 0
+    for key in ("640x480", "1280x720"):
+        for batch in demo_frames[key]:
+            for got, want in zip(det(batch), other(batch)):
+                np.testing.assert_array_equal(got, want, err_msg=key)
+                boxes += len(got)
+    assert boxes >= 5, "the demo frames show people"
+    assert rt.export_task(full, "pose") == "pose" and rt.boxes_only(full) and rt.export_task(full, "pose") == "detect"
 
 
 def box_agreement(a: list, b: list, conf: float = 0.5) -> tuple[list, float, int]:

@@ -20,7 +20,9 @@ export while another job is making it waits on the folder's file lock (the workf
 ``detector`` rule makes it once, before any detect job starts).
 
 Every runtime goes through ultralytics' own ``predict`` (letterbox, NMS, box scaling),
-so its boxes come in the same format and order as torch's.
+so its boxes come in the same format and order as torch's. An OpenVINO export of a pose
+model drops the keypoint branch of its head (boxes_only): the pipeline keeps boxes only,
+the boxes are bit for bit those of the whole head, and a frame costs ~15 % less.
 """
 
 from __future__ import annotations
@@ -248,6 +250,8 @@ def export_key(weights: str | os.PathLike, runtime: str, precision: str = "fp32"
                batch: int = 1, device: str = "cpu") -> str:
     """The cache folder name of one export: readable, and different whenever the export would be."""
     parts = [Path(weights).stem[:24], sha256(weights)[:16], runtime, "dynamic", export_precision(runtime, precision)]
+    if runtime == "openvino":
+        parts.append("boxes")  # boxes_only(): no keypoint branch
     if runtime == "tensorrt":  # an engine is built for one GPU model, up to a batch and twice imgsz
         parts += [f"b{batch}", f"i{imgsz}", _gpu_tag(device)]
     parts += [f"ul{_version('ultralytics')}", f"{runtime}{_version(EXPORTS[runtime][1][0])}"]
@@ -352,14 +356,70 @@ def _export(weights, runtime: str, *, imgsz: int, batch: int, half: bool, device
         pt.unlink(missing_ok=True)
     if not out:
         raise RuntimeError(f"{SETTING} = {runtime!r}: export of {weights} to {fmt} wrote nothing (see the log above)")
+    if runtime == "openvino":
+        boxes_only(folder / EXPORTS[runtime][2])
+
+
+def boxes_only(export: Path) -> bool:
+    """Cut the keypoint branch out of the OpenVINO export of a pose model (in place; the
+    metadata then says task: detect). Its head ends in one Concat of boxes (4 rows), class
+    scores (nc) and keypoints; the new output is the Concat of the first two, so OpenVINO
+    drops every operation only the keypoints used. Nothing the boxes depend on changes:
+    they are bit for bit the whole head's (tests/test_runtime.py), for ~15 % less per frame
+    (measured: 40.7 -> 32.4 ms at 640x480, 52.4 -> 45.0 at 640x640, FP32, one thread, AMD EPYC).
+    Returns whether it cut (False: not a pose model, or a head of another shape)."""
+    import openvino as ov
+    import openvino.opset13 as opset
+    import yaml
+
+    meta_path = export / "metadata.yaml"
+    meta = yaml.safe_load(meta_path.read_text())
+    if meta.get("task") != "pose" or not meta.get("kpt_shape"):
+        return False
+    xml = next(export.glob("*.xml"))
+    model = ov.Core().read_model(str(xml))
+    concat = model.output(0).get_node().input_value(0).get_node()
+    parts = [concat.input_value(i) for i in range(concat.get_input_size())]
+    rows = [p.get_partial_shape()[1] for p in parts]
+    want = 4 + len(meta["names"])
+    if concat.get_type_name() != "Concat" or any(r.is_dynamic for r in rows):
+        return False
+    rows = [r.get_length() for r in rows]
+    keep = next((i for i in range(1, len(rows) + 1) if sum(rows[:i]) == want), None)
+    if keep is None or sum(rows[keep:]) != int(np.prod(meta["kpt_shape"])):
+        log.warning("export %s: head outputs %s rows, not boxes + %d classes + keypoints; kept whole", export, rows,
+                    len(meta["names"]))
+        return False
+    boxes = ov.Model([opset.concat(parts[:keep], axis=1).output(0)], model.get_parameters(), model.get_friendly_name())
+    boxes.output(0).get_tensor().set_names(model.output(0).get_names())
+    tmp = xml.with_name(f".boxes-{xml.name}")  # the read model maps the old .bin: write beside, then rename
+    ov.save_model(boxes, str(tmp), compress_to_fp16=False)
+    os.replace(tmp.with_suffix(".bin"), xml.with_suffix(".bin"))
+    os.replace(tmp, xml)
+    meta.update(task="detect", boxes_only=True)
+    meta.pop("kpt_shape")
+    meta_path.write_text(yaml.safe_dump(meta, sort_keys=False))
+    return True
+
+
+def export_task(path: str | os.PathLike, default: str) -> str:
+    """The task an export is loaded as: its metadata's (an OpenVINO export of a pose model
+    is a detect model, boxes_only), else ``default`` (the weights' task)."""
+    meta = Path(path) / "metadata.yaml"
+    if Path(path).is_dir() and meta.is_file():
+        import yaml
+
+        return yaml.safe_load(meta.read_text()).get("task") or default
+    return default
 
 
 def load_exported(path: str | os.PathLike, task: str):
-    """An ultralytics YOLO object on an exported model (predict works as on the .pt)."""
+    """An ultralytics YOLO object on an exported model (predict works as on the .pt);
+    ``task``: the weights' (the export's metadata wins: export_task)."""
     from ultralytics import YOLO
 
     _no_autoinstall()
-    return YOLO(str(path), task=task)
+    return YOLO(str(path), task=export_task(path, task))
 
 
 # --- compiling for one shape, threads ---------------------------------------------------
