@@ -5,7 +5,9 @@ Frames per second of
   raw        the same runtime (``--runtime``, default auto) on batches of the same frames
              already decoded in memory (the ceiling for run: no decoding, no writing);
   reference  the reference scripts' way: per clip, ``model.track(frame, persist=True)``
-             frame by frame (decoding included).
+             frame by frame (decoding included);
+  raw_whole_head  (``--whole-head``, OpenVINO) raw on ultralytics' own export, whose head
+             keeps the keypoint branch that microg4m's export drops (runtime.boxes_only).
 
     .venv/bin/python bench/bench_detect.py --manifest results/clips/<src>/manifest.tsv
     .venv/bin/python bench/bench_detect.py --footage vtest --clips 3     # clips made here
@@ -65,6 +67,21 @@ def bench_raw(detector, frames, args) -> int:
     return len(frames)
 
 
+def whole_head_detector(args, dev: str, tmp: Path) -> detect.Detector:
+    """The same detector on ultralytics' own dynamic OpenVINO export (the whole head)."""
+    from ultralytics import YOLO
+
+    if rt.choose_runtime(args.runtime, dev, args.precision) != "openvino":
+        sys.exit("--whole-head: needs detect.runtime openvino")
+    folder = tmp / "whole_head"
+    folder.mkdir()
+    pt = folder / "model.pt"
+    pt.write_bytes(Path(detect.resolve_weights(args.weights)).read_bytes())
+    export = YOLO(str(pt)).export(format="openvino", imgsz=args.imgsz, dynamic=True, verbose=False)
+    return detect.Detector(args.weights, runtime="openvino", precision=args.precision, device=dev, imgsz=args.imgsz,
+                           conf=args.conf, batch=args.batch, threads=args.threads, model=export)
+
+
 def bench_reference(model, manifest: Path, clips, kw) -> int:
     n = 0
     for clip in clips:
@@ -91,6 +108,8 @@ def main(argv=None) -> int:
     p.add_argument("--precision", default="default", help="detect.precision (default: fp32 on a CPU)")
     p.add_argument("--repeat", type=int, default=3, help="runs per method, interleaved, best kept (default 3)")
     p.add_argument("--skip-reference", action="store_true")
+    p.add_argument("--whole-head", action="store_true", help="also raw on ultralytics' own OpenVINO export "
+                   "(keypoint branch kept)")
     p.add_argument("--csv", type=Path, default=Path("bench/out/bench_detect.csv"))
     args = p.parse_args(argv)
 
@@ -116,6 +135,10 @@ def main(argv=None) -> int:
 
         methods = {"raw": lambda: bench_raw(detector, frames, args),
                    "run": lambda: bench_run(manifest, args, tmp)}
+        if args.whole_head:
+            whole = whole_head_detector(args, dev, tmp)
+            whole(frames[: args.batch])
+            methods["raw_whole_head"] = lambda: bench_raw(whole, frames, args)
         if not args.skip_reference:
             from ultralytics import YOLO
 
@@ -129,14 +152,14 @@ def main(argv=None) -> int:
             for name, fn in methods.items():
                 wall, cpu, n = timed(fn)
                 assert n == len(frames), (name, n, len(frames))
-                print(f"  repeat {rep + 1} {name:<10} {n / wall:7.2f} fps  {cpu / n * 1e3:7.1f} ms CPU/frame",
+                print(f"  repeat {rep + 1} {name:<14} {n / wall:7.2f} fps  {cpu / n * 1e3:7.1f} ms CPU/frame",
                       flush=True)
                 if name not in best or wall < best[name][0]:
                     best[name] = (wall, cpu)
 
     shape = f"{frames[0].shape[1]}x{frames[0].shape[0]}"
     rows = []
-    for name in ("run", "raw", "reference"):
+    for name in ("run", "raw", "raw_whole_head", "reference"):
         if name in best:
             wall, cpu = best[name]
             fps = len(frames) / wall
@@ -146,9 +169,9 @@ def main(argv=None) -> int:
                              batch=args.batch, imgsz=args.imgsz, frame_size=shape, clips=len(clips),
                              runtime=detector.runtime, threads=args.threads,
                              cpus=os.cpu_count(), host=platform.node(), rev=git_rev()))
-    print(f"{'method':<10} {'frames':>6} {'seconds':>8} {'fps':>7} {'vs raw':>7} {'CPU ms/fr':>9}")
+    print(f"{'method':<14} {'frames':>6} {'seconds':>8} {'fps':>7} {'vs raw':>7} {'CPU ms/fr':>9}")
     for r in rows:
-        print(f"{r['method']:<10} {r['frames']:>6} {r['seconds']:>8.2f} {r['fps']:>7.2f} {r['vs_raw']:>7.3f} "
+        print(f"{r['method']:<14} {r['frames']:>6} {r['seconds']:>8.2f} {r['fps']:>7.2f} {r['vs_raw']:>7.3f} "
               f"{r['cpu_ms_per_frame']:>9.1f}")
     print(f"runtime {detector.runtime}, {args.threads} threads, device {dev}, precision {detector.precision}, batch {args.batch}, "
           f"imgsz {args.imgsz}, frames {shape}, {len(clips)} clips")
