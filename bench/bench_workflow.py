@@ -372,8 +372,9 @@ def report(variants: dict, ref: dict | None, args, sources: Path, load: tuple) -
                   cpu=hardware.isa_summary(), load_before=round(load[0], 2), load_after=round(load[1], 2),
                   rev=git_rev())
     if ref:
+        each = f"; runs {', '.join(f'{w:.0f}' for w in ref['walls'])} s, mean" if len(ref["walls"]) > 1 else ""
         lines.append(f"| reference (the authors' scripts: their 3 stages + imports; whole script "
-                     f"{ref['wall_s']:.0f} s) | {ref['pipeline_s']:.0f} | {ref['cpu_s']:.0f} | "
+                     f"{ref['wall_s']:.0f} s{each}) | {ref['pipeline_s']:.0f} | {ref['cpu_s']:.0f} | "
                      f"{ref['cores_busy']:.2f} | {mib(ref['peak_rss_mib'])} | {ref['kept']} | 1.00× |")
         rows.append(dict(run="reference", wall_s=round(ref["pipeline_s"], 1), script_wall_s=round(ref["wall_s"], 1),
                          cpu_s=round(ref["cpu_s"], 1), cores_busy=round(ref["cores_busy"], 2),
@@ -383,10 +384,12 @@ def report(variants: dict, ref: dict | None, args, sources: Path, load: tuple) -
     for name, ours in variants.items():
         ratio = f"**{base / ours['wall_s']:.2f}×**" if base else ""
         files = "".join(f" --configfile {p}" for p in ours["presets"])
-        lines.append(f"| microg4m {name}: `snakemake --cores {args.cores}{files}{extra}` ({ours['runtime']}) | "
+        each = f"; runs {', '.join(f'{w:.0f}' for w in ours['walls'])} s, mean" if len(ours["walls"]) > 1 else ""
+        lines.append(f"| microg4m {name}: `snakemake --cores {args.cores}{files}{extra}` ({ours['runtime']}{each}) | "
                      f"{ours['wall_s']:.0f} | {ours['cpu_s']:.0f} | {ours['cores_busy']:.2f} | "
                      f"{mib(ours['peak_rss_mib'])} | {ours['kept']} | {ratio} |")
-        rows.append(dict(run=name, wall_s=round(ours["wall_s"], 1), cpu_s=round(ours["cpu_s"], 1),
+        rows.append(dict(run=name, wall_s=round(ours["wall_s"], 1), walls=" ".join(f"{w:.1f}" for w in ours["walls"]),
+                         cpu_s=round(ours["cpu_s"], 1),
                          cores_busy=round(ours["cores_busy"], 2), peak_rss_mib=round(ours["peak_rss_mib"]),
                          kept=ours["kept"], clips=ours["clips"], frames=ours["frames"], runtime=ours["runtime"],
                          vs_reference=round(base / ours["wall_s"], 3) if base else "",
@@ -422,6 +425,16 @@ def report(variants: dict, ref: dict | None, args, sources: Path, load: tuple) -
     return "\n".join(lines) + "\n", rows
 
 
+def mean_run(runs: list[dict], key: str = "wall_s") -> dict:
+    """Repeated runs of one variant as one: the run nearest the mean time (its stages, memory
+    and fidelity), with the mean time and every run's time (``walls``). The machines'
+    speed drifts within a sitting (the same x264 work took 37 and 53 CPU-seconds in two
+    runs of one sitting), so a figure is the mean of runs interleaved with the others'."""
+    mean = sum(r[key] for r in runs) / len(runs)
+    near = min(runs, key=lambda r: abs(r[key] - mean))
+    return dict(near, **{key: mean, "walls": [r[key] for r in runs]})
+
+
 def parse_variants(text: str) -> dict[str, list[Path]]:
     """``default,fast,name=a.yaml+b.yaml``: the configfile overlays of each variant."""
     out = {}
@@ -448,6 +461,10 @@ def main(argv=None) -> int:
     p.add_argument("--same-pixels", action="store_true", help="our runs with the reference's ffmpeg and x264 "
                    "preset (the same pixels), and fidelity against the reference (default: microg4m's own)")
     p.add_argument("--skip-reference", action="store_true")
+    p.add_argument("--repeat", type=int, default=1, help="runs of each variant, interleaved (default 1); "
+                   "the figures are their mean")
+    p.add_argument("--reference-twice", action="store_true", help="run the reference before and after ours; "
+                   "its figure is the mean of the two")
     p.add_argument("--reference-first", action="store_true", help="run the reference before ours")
     p.add_argument("--mirror", type=Path, default=None, help="bare git copy of lei-qi-233/MicroG-4M "
                    "(default: $MICROG4M_MIRROR)")
@@ -459,17 +476,25 @@ def main(argv=None) -> int:
     sources = (args.sources or build_footage(OUT / "footage")).resolve()
     presets = parse_variants(args.variants)
     load0 = os.getloadavg()[0]
-    variants, ref = {}, None
-    steps = ["reference", *presets] if args.reference_first else [*presets, "reference"]
+    runs: dict[str, list[dict]] = {name: [] for name in presets}
+    refs: list[dict] = []
+    ours = [name for _ in range(args.repeat) for name in presets]  # interleaved: drift hits every variant
+    steps = ["reference", *ours] if args.reference_first else [*ours, "reference"]
+    if args.reference_twice:
+        steps = ["reference", *ours, "reference"]
     for which in steps:
         if which != "reference":
-            variants[which] = run_ours(sources, args.work / which, args, presets[which])
-            print(f"  {which}: {variants[which]['wall_s']:.1f} s wall, {variants[which]['cores_busy']:.2f} cores busy",
+            work = args.work / (which if not runs[which] else f"{which}.run{len(runs[which]) + 1}")
+            runs[which].append(run_ours(sources, work, args, presets[which]))
+            print(f"  {which}: {runs[which][-1]['wall_s']:.1f} s wall, {runs[which][-1]['cores_busy']:.2f} cores busy",
                   flush=True)
         elif not args.skip_reference:
-            ref = run_reference(sources, args.work / "reference", args)
-            print(f"  reference: {ref['pipeline_s']:.1f} s ({ref['wall_s']:.1f} s script wall)", flush=True)
+            work = args.work / ("reference" if not refs else "reference.run2")
+            refs.append(run_reference(sources, work, args))
+            print(f"  reference: {refs[-1]['pipeline_s']:.1f} s ({refs[-1]['wall_s']:.1f} s script wall)", flush=True)
     load1 = os.getloadavg()[0]
+    variants = {name: mean_run(r) for name, r in runs.items()}
+    ref = mean_run(refs, key="pipeline_s") if refs else None
     if ref and args.same_pixels:
         default = variants.get("default")
         for name, ours in variants.items():
