@@ -22,7 +22,7 @@ export while another job is making it waits on the folder's file lock (the workf
 Every runtime goes through ultralytics' own ``predict`` (letterbox, NMS, box scaling),
 so its boxes come in the same format and order as torch's. An OpenVINO export of a pose
 model drops the keypoint branch of its head (boxes_only): the pipeline keeps boxes only,
-the boxes are bit for bit those of the whole head, and a frame costs ~15 % less.
+the boxes are bit for bit those of the whole head, and a frame costs less.
 """
 
 from __future__ import annotations
@@ -365,8 +365,8 @@ def boxes_only(export: Path) -> bool:
     metadata then says task: detect). Its head ends in one Concat of boxes (4 rows), class
     scores (nc) and keypoints; the new output is the Concat of the first two, so OpenVINO
     drops every operation only the keypoints used. Nothing the boxes depend on changes:
-    they are bit for bit the whole head's (tests/test_runtime.py), for ~15 % less per frame
-    (measured: 40.7 -> 32.4 ms at 640x480, 52.4 -> 45.0 at 640x640, FP32, one thread, AMD EPYC).
+    they are bit for bit the whole head's (tests/test_runtime.py), for less per frame
+    (bench/bench_detect.py --whole-head: FP32 -17 %, BF16 -10 %; docs/benchmarks.md).
     Returns whether it cut (False: not a pose model, or a head of another shape)."""
     import openvino as ov
     import openvino.opset13 as opset
@@ -381,14 +381,13 @@ def boxes_only(export: Path) -> bool:
     concat = model.output(0).get_node().input_value(0).get_node()
     parts = [concat.input_value(i) for i in range(concat.get_input_size())]
     rows = [p.get_partial_shape()[1] for p in parts]
+    rows = [r.get_length() if r.is_static else None for r in rows]
     want = 4 + len(meta["names"])
-    if concat.get_type_name() != "Concat" or any(r.is_dynamic for r in rows):
-        return False
-    rows = [r.get_length() for r in rows]
-    keep = next((i for i in range(1, len(rows) + 1) if sum(rows[:i]) == want), None)
-    if keep is None or sum(rows[keep:]) != int(np.prod(meta["kpt_shape"])):
-        log.warning("export %s: head outputs %s rows, not boxes + %d classes + keypoints; kept whole", export, rows,
-                    len(meta["names"]))
+    keep = next((i for i in range(1, len(rows) + 1) if None not in rows[:i] and sum(rows[:i]) == want), None)
+    if concat.get_type_name() != "Concat" or keep is None or None in rows or \
+            sum(rows[keep:]) != int(np.prod(meta["kpt_shape"])):
+        log.warning("export %s: its head ends in %s of %s rows, not boxes + %d classes + keypoints; kept whole",
+                    export, concat.get_type_name(), rows, len(meta["names"]))
         return False
     boxes = ov.Model([opset.concat(parts[:keep], axis=1).output(0)], model.get_parameters(), model.get_friendly_name())
     boxes.output(0).get_tensor().set_names(model.output(0).get_names())
