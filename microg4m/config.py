@@ -1,15 +1,17 @@
 """The one config reader: the JSON schemas (shipped inside the package), their defaults,
 and validation.
 
-The Snakefile validates the run's config against :data:`CONFIG_SCHEMA` (Snakemake's
-``validate``, which fills in the defaults); the CLI takes its stage settings from
-:func:`defaults`; the sources table is checked against :func:`schema` ``("sources")``;
-team mode reads its paths from a config file with :func:`read` and :func:`get`.
+:func:`validate` checks a config against :data:`CONFIG_SCHEMA` and fills in the schema's
+defaults, as Snakemake's ``validate`` would; the Snakefile calls it on the run's config,
+the CLI on each stage's settings (:func:`validate_section`: the schema's defaults with the
+command line's options), and annotate and team mode on the config file they read
+(:func:`load`). The sources table is checked against :func:`schema` ``("sources")``.
 Importing this module loads neither cv2, pyarrow nor torch.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 from pathlib import Path
@@ -30,8 +32,6 @@ def _load_schema(name: str) -> dict:
 
 def schema(name: str = "config") -> dict:
     """The JSON schema ``name`` (``config`` or ``sources``), a fresh copy."""
-    import copy
-
     return copy.deepcopy(_load_schema(name))
 
 
@@ -44,6 +44,80 @@ def defaults() -> dict:
         return node.get("default")
 
     return fill(_load_schema("config"))
+
+
+@functools.lru_cache(maxsize=None)
+def _filling_validator():
+    """A Draft 2020-12 validator of the config schema that also fills in its defaults
+    (jsonschema's FAQ recipe, as Snakemake's ``validate``; each default a fresh copy)."""
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties(validator, props, instance, node):
+        if isinstance(instance, dict):
+            for key, sub in props.items():
+                if "default" in sub and key not in instance:
+                    instance[key] = copy.deepcopy(sub["default"])
+        yield from check_properties(validator, props, instance, node)
+
+    return jsonschema.validators.extend(base, {"properties": properties})(_load_schema("config"))
+
+
+def _where(error) -> str:
+    return ".".join(str(p) for p in error.absolute_path)
+
+
+def validate(cfg: dict, source: str = "config") -> dict:
+    """Check ``cfg`` against the config schema and fill in the schema's defaults, in
+    place; ValueError names ``source``, the setting, its value and the reason."""
+    errors = sorted(_filling_validator().iter_errors(cfg), key=lambda e: (len(e.absolute_path), _where(e)))
+    if errors:
+        e = errors[0]
+        setting = _where(e)
+        if not setting:
+            value = ""
+        elif isinstance(e.instance, dict):  # a section: its name (the message names the key)
+            value = f"{setting}: "
+        else:
+            value = f"{setting} = {e.instance!r}: "
+        raise ValueError(f"{source}: {value}{e.message}")
+    return cfg
+
+
+def validate_section(dotted: str, values: dict, source: str = "command line") -> dict:
+    """Settings of one section (``detect``, ``duplicates.signature``), checked as they
+    would be inside a whole config; the section with the schema's defaults filled in."""
+    cfg: dict = {}
+    node = cfg
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = values
+    validate(cfg, source)
+    return values
+
+
+def load(path: str | os.PathLike | None = None, overrides: dict | None = None) -> dict:
+    """A run's config as the workflow sees it: the file (default :data:`DEFAULT_CONFIG`
+    when it exists, else only the defaults), then ``overrides`` (``{"team.database": ...}``;
+    None values are left out), validated, with the schema's defaults filled in."""
+    if path is None and Path(DEFAULT_CONFIG).is_file():
+        path = DEFAULT_CONFIG
+    cfg = read(path) if path is not None else {}
+    given = False
+    for dotted, value in (overrides or {}).items():
+        if value is None:
+            continue
+        given = True
+        node = cfg
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    source = f"--configfile {path}" if path is not None else "config"
+    return validate(cfg, f"{source} with the command line's options" if given else source)
 
 
 def read(path: str | os.PathLike) -> dict:

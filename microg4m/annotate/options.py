@@ -1,24 +1,45 @@
-"""Command-line options of the page (no Flask import: ``microg4m --help`` stays fast)."""
+"""Command-line options of the page (no Flask import: ``microg4m --help`` stays fast).
+
+The files default to where the workflow reads them: the run's config file
+(``--configfile``, default ``config/config.yaml`` when it exists; missing keys take the
+schema's defaults), read and validated by :func:`microg4m.config.load`. Options given on
+the command line win.
+"""
 
 from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from microg4m import config
 
 ANNOTATOR = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 
 
+@dataclass(frozen=True)
+class Paths:
+    results: str
+    actions: str
+    screening: str
+    label_map: str
+    vqa_reviews: str
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results", default="results", help="results folder of a run (default: results)")
+    p.add_argument("--configfile", default=None,
+                   help=f"workflow config to read the file locations from (default: {config.DEFAULT_CONFIG} "
+                        f"when it exists, else the schema's defaults)")
+    p.add_argument("--results", default=None, help="results folder of a run (config: results)")
     p.add_argument("--actions", default=None,
-                   help="actions CSV to write (default: annotations/actions.csv, "
-                        "or annotations/actions.NAME.csv with --annotator NAME)")
-    p.add_argument("--screening", default="annotations/screening_excluded.txt",
-                   help="screening file the filter reads (default: annotations/screening_excluded.txt)")
-    p.add_argument("--label-map", default="annotations/label_map.pbtxt")
+                   help="actions CSV to write (config: export.actions; with --annotator NAME: "
+                        "actions.NAME.csv beside it)")
+    p.add_argument("--screening", default=None, help="screening file the filter reads (config: filter.screening)")
+    p.add_argument("--label-map", default=None, help="label map (config: export.label_map)")
     p.add_argument("--vqa-reviews", default=None, metavar="JSON",
-                   help="reviewed captions and QA pairs to write (default: vqa_reviews.json beside the "
-                        "actions file, i.e. annotations/vqa_reviews.json; the workflow reads vqa.reviews)")
+                   help="reviewed captions and QA pairs to write (config: vqa.reviews; with --actions: "
+                        "vqa_reviews.json beside that file)")
     p.add_argument("--annotator", default="", help="annotator name ([A-Za-z0-9_-]); selects the actions file")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8765)
@@ -27,9 +48,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "or with --host 0.0.0.0); requests naming any other host are refused")
 
 
-def actions_path(args: argparse.Namespace) -> str:
+def actions_path(args: argparse.Namespace, actions: str = "annotations/actions.csv") -> str:
+    """--actions, else ``actions`` (config export.actions), as actions.NAME.csv for --annotator NAME."""
     if args.annotator and not ANNOTATOR.match(args.annotator):
         raise ValueError(f"--annotator {args.annotator!r}: use 1-40 letters, digits, '_' or '-'")
     if args.actions:
         return args.actions
-    return f"annotations/actions.{args.annotator}.csv" if args.annotator else "annotations/actions.csv"
+    if not args.annotator:
+        return actions
+    path = Path(actions)
+    return str(path.with_name(f"{path.stem}.{args.annotator}{path.suffix}"))
+
+
+def paths(args: argparse.Namespace) -> Paths:
+    """The page's files: the options, else the config's (validated; ValueError names a bad one)."""
+    cfg = config.load(args.configfile, overrides={"results": args.results, "filter.screening": args.screening,
+                                                  "export.label_map": args.label_map})
+    actions = actions_path(args, cfg["export"]["actions"])
+    reviews = args.vqa_reviews or (str(Path(actions).parent / "vqa_reviews.json") if args.actions
+                                   else cfg["vqa"]["reviews"])
+    return Paths(results=cfg["results"], actions=actions, screening=cfg["filter"]["screening"],
+                 label_map=cfg["export"]["label_map"], vqa_reviews=reviews)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from dataclasses import dataclass
+import dataclasses
 
 import waitress
 from waitress import wasyncore
@@ -31,7 +31,7 @@ from waitress.channel import HTTPChannel
 DRAIN_POLL = 0.05  # seconds between looks at the connections while stopping
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ServerSettings:
     """The server's settings (config ``team.server``; the defaults are the schema's)."""
 
@@ -41,14 +41,10 @@ class ServerSettings:
     shutdown_timeout: float = 30  # seconds a stop waits for the requests in flight
 
     def check(self) -> "ServerSettings":
-        for name, minimum in (("threads", 1), ("connection_limit", 1)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-                raise ValueError(f"team.server.{name} = {v!r}: expected an integer >= {minimum}")
-        for name in ("channel_timeout", "shutdown_timeout"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
-                raise ValueError(f"team.server.{name} = {v!r}: expected a number of seconds > 0")
+        """ValueError naming a setting outside the schema's bounds (``team.server``)."""
+        from microg4m import config
+
+        config.validate_section("team.server", dataclasses.asdict(self))
         return self
 
 

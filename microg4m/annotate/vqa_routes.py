@@ -12,19 +12,12 @@
 
 from __future__ import annotations
 
-from flask import Flask, jsonify, request
+from flask import Flask, jsonify
 
 from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
-from .errors import Refused
+from .api import json_body
 from .results import Results
 from .vqa_store import DRAFT_FIELDS, VQAStore
-
-
-def _json_body() -> dict:
-    data = request.get_json(silent=True) if request.is_json else None
-    if not isinstance(data, dict):
-        raise Refused(400, "expected a JSON object body (Content-Type: application/json)")
-    return data
 
 
 def install(app: Flask, res: Results, store: VQAStore) -> None:
@@ -48,7 +41,7 @@ def install(app: Flask, res: Results, store: VQAStore) -> None:
 
     @app.post("/api/vqa")
     def vqa_save():
-        data = _json_body()
+        data = json_body()
         entry = store.save(data.get("clip_id"), data.get("caption"), data.get("qa_pairs"), data.get("reviewed"),
                            base=data.get("base"), from_draft=data.get("from_draft") is True)
         return jsonify(clip_id=data["clip_id"], entry=entry, warnings=pair_warnings(entry["qa_pairs"]))

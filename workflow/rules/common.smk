@@ -2,7 +2,6 @@ import os
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 from microg4m import config as _config
 from microg4m.common import units as _units
@@ -12,7 +11,8 @@ from microg4m.formats.sources import load_sources, normalize_url
 from microg4m.stages import corrections as _corrections
 from microg4m.stages import demo as _demo
 
-validate(config, str(_config.CONFIG_SCHEMA))
+# The one config reader (microg4m/config.py): validated, the schema's defaults filled in.
+_config.validate(config, "--configfile")
 
 # The sources table is validated before any job runs; a bad row stops here with a
 # message naming the row, the field and the reason.

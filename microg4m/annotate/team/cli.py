@@ -10,7 +10,6 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from microg4m.config import defaults as _defaults
 from . import accounts
 from .db import connect
 from .history import HistoryError
@@ -98,9 +97,9 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
           f"database closed, files in step ({len(done['written'])} rewritten)", file=sys.stderr, flush=True)
 
 
-def run(args: argparse.Namespace, defaults: dict | None = None):
-    """Run one team command; returns what to print (dict or text). ``defaults``: the schema's."""
-    s = settings(args, defaults if defaults is not None else _defaults())
+def run(args: argparse.Namespace):
+    """Run one team command; returns what to print (dict or text)."""
+    s = settings(args)
     if args.team_command == "user":
         return _user(args, s)
     from .project import Project

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from pathlib import Path
 
 from microg4m import config
 from microg4m.config import DEFAULT_CONFIG
@@ -86,30 +85,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="write nothing; exit 1 when a file differs from what the history gives")
 
 
-_get = config.get
+# option -> the config setting it overrides
+_SETTINGS = {"results": "results", "database": "team.database", "actions": "export.actions",
+             "screening": "filter.screening", "label_map": "export.label_map", "report_dir": "team.report_dir",
+             "per_clip": "team.annotators_per_clip", "session_hours": "team.session_hours",
+             "vqa_reviews": "vqa.reviews", "threads": "team.server.threads"}
 
 
-def settings(args: argparse.Namespace, defaults: dict) -> Settings:
-    """Settings from the options, the config file and the schema's ``defaults``."""
-    path = args.configfile or (DEFAULT_CONFIG if Path(DEFAULT_CONFIG).is_file() else None)
-    cfg = {}
-    if path is not None:
-        cfg = config.read(path)
-
-    def pick(option, key):
-        value = getattr(args, option, None)
-        return value if value is not None else _get(cfg, key, defaults)
-
-    s = Settings(results=pick("results", "results"), database=pick("database", "team.database"),
-                 actions=pick("actions", "export.actions"), screening=pick("screening", "filter.screening"),
-                 label_map=pick("label_map", "export.label_map"), report_dir=pick("report_dir", "team.report_dir"),
-                 per_clip=pick("per_clip", "team.annotators_per_clip"),
-                 session_hours=pick("session_hours", "team.session_hours"),
-                 vqa_reviews=pick("vqa_reviews", "vqa.reviews"),
-                 server={k: pick(k, f"team.server.{k}")
-                         for k in ("threads", "connection_limit", "channel_timeout", "shutdown_timeout")})
-    if isinstance(s.per_clip, bool) or not isinstance(s.per_clip, int) or s.per_clip < 1:
-        raise ValueError(f"team.annotators_per_clip = {s.per_clip!r}: expected an integer >= 1")
-    if isinstance(s.session_hours, bool) or not isinstance(s.session_hours, (int, float)) or s.session_hours <= 0:
-        raise ValueError(f"team.session_hours = {s.session_hours!r}: expected a number > 0")
-    return s
+def settings(args: argparse.Namespace) -> Settings:
+    """Settings from the config file (validated, the schema's defaults filled in) with the
+    options given on the command line in their place; ValueError names a bad setting."""
+    cfg = config.load(args.configfile,
+                      overrides={key: getattr(args, option, None) for option, key in _SETTINGS.items()})
+    team = cfg["team"]
+    return Settings(results=cfg["results"], database=team["database"], actions=cfg["export"]["actions"],
+                    screening=cfg["filter"]["screening"], label_map=cfg["export"]["label_map"],
+                    report_dir=team["report_dir"], per_clip=team["annotators_per_clip"],
+                    session_hours=team["session_hours"], vqa_reviews=cfg["vqa"]["reviews"],
+                    server=dict(team["server"]))

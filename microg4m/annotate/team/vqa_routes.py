@@ -23,7 +23,7 @@ from __future__ import annotations
 from flask import Flask, g, jsonify, render_template, request
 
 from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
-from ..app import palette_rgb
+from ..api import clip_boxes, palette_rgb
 from . import assign, text_agreement, vqa_review
 from .db import FINAL, transaction
 
@@ -153,7 +153,7 @@ def install(app: Flask, project, ctx) -> None:
                              "warnings": pair_warnings(v["qa_pairs"])})
         out = clip_summary(c.clip_id, ct, names)
         out.update(frames=c.frames, width=c.width, height=c.height, kept=c.kept, persons=res.persons(c.clip_id),
-                   boxes={str(f): [list(b) for b in bs] for f, bs in sorted(res.boxes(c.clip_id).items())},
+                   boxes=clip_boxes(res, c.clip_id),
                    draft=_draft_view(d), versions=versions,
                    final={"set": ct.final is not None, "caption": ct.final["caption"] if ct.final else "",
                           "qa_pairs": ct.final["qa_pairs"] if ct.final else [],

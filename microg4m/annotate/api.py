@@ -1,0 +1,99 @@
+"""What the single-user page (app.py) and team mode (team/server.py) share: JSON errors,
+the JSON body of a post, a clip's state and boxes, and the frame and video routes.
+
+Errors are ``{"error": message}`` with a 4xx/5xx status. POST bodies must be JSON
+(``Content-Type: application/json``): a plain form posted by another web site cannot
+change the files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from flask import Flask, Response, jsonify, request, send_file
+from werkzeug.exceptions import HTTPException
+
+from microg4m.report import preview
+from .errors import Refused
+from .frames import FrameCache
+from .results import Results
+
+
+def install_errors(app: Flask) -> None:
+    """Every refusal and every HTTP error as JSON."""
+
+    @app.errorhandler(Refused)
+    def refused(exc: Refused):
+        return jsonify(error=exc.message), exc.status
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException):
+        if exc.code == 404:
+            return jsonify(error=f"no such page or file: {request.path}"), 404
+        return jsonify(error=f"{exc.code} {exc.name}: {exc.description}"), exc.code
+
+    @app.get("/favicon.ico")
+    def favicon():
+        return Response(status=204)
+
+
+def json_body() -> dict:
+    """The request's JSON object; Refused (400) for anything else."""
+    data = request.get_json(silent=True) if request.is_json else None
+    if not isinstance(data, dict):
+        raise Refused(400, "expected a JSON object body (Content-Type: application/json)")
+    return data
+
+
+def palette_rgb() -> list[str]:
+    """The preview colours (BGR there) as CSS colours, person n -> [(n - 1) % len]."""
+    return [f"rgb({r},{g},{b})" for b, g, r in preview.PALETTE]
+
+
+def clip_state(res: Results, clip, actions: dict, excluded: dict) -> dict:
+    """A clip as the page lists it: its persons, how many have an action (``actions``:
+    (clip, person) -> ids), its exclusion (``excluded``: clip -> reason) and whether it is
+    done (excluded, or every person has an action)."""
+    persons = res.persons(clip.clip_id)
+    labelled = [p for p in persons if actions.get((clip.clip_id, p))]
+    is_excluded = clip.clip_id in excluded
+    return {
+        "clip_id": clip.clip_id, "clip_type": clip.clip_type, "frames": clip.frames,
+        "width": clip.width, "height": clip.height, "kept": clip.kept, "persons": persons,
+        "labelled": len(labelled), "excluded": is_excluded, "reason": excluded.get(clip.clip_id, ""),
+        "done": is_excluded or (bool(persons) and len(labelled) == len(persons)),
+    }
+
+
+def clip_boxes(res: Results, clip_id: str) -> dict:
+    """Frame -> the tracked boxes drawn on it, as JSON keys and lists."""
+    return {str(f): [list(b) for b in bs] for f, bs in sorted(res.boxes(clip_id).items())}
+
+
+def inside(path: Path, root: Path) -> Path:
+    """``path`` resolved, refused unless it lies inside ``root`` (the results folder)."""
+    real = Path(path).resolve()
+    if not real.is_relative_to(root):
+        raise Refused(403, f"{path} is outside the results folder")
+    return real
+
+
+def install_media(app: Flask, res: Results, readable: Callable, cache_control: str) -> None:
+    """``GET /clip/<clip>/frame/<n>.jpg`` (frame n, 1-based) and ``GET /clip/<clip>.mp4``
+    for the clips ``readable(clip_id)`` returns (it raises Refused for the others)."""
+    cache = FrameCache()
+
+    @app.get("/clip/<clip_id>/frame/<int:n>.jpg")
+    def frame(clip_id: str, n: int):
+        c = readable(clip_id)
+        resp = Response(cache.frame(inside(c.path, res.root), n), mimetype="image/jpeg")
+        resp.headers["Cache-Control"] = cache_control  # revalidate: a re-run may change the clip
+        return resp
+
+    @app.get("/clip/<clip_id>.mp4")
+    def video(clip_id: str):
+        path = inside(readable(clip_id).path, res.root)
+        if not path.is_file():
+            raise Refused(404, f"clip file {path.name} not found")
+        return send_file(path, mimetype="video/mp4", conditional=True)

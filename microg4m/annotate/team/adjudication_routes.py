@@ -1,0 +1,113 @@
+"""The adjudication page of team mode (adjudicators only): ``/adjudicate``, ``GET
+/api/adjudication`` (clips with status, agreement figures), ``GET
+/api/adjudication/<clip>``, ``GET /api/history/<clip>``, ``POST /api/final`` (``{clip_id,
+excluded, reason, actions: {person: [ids]}, note}``) and ``POST /api/report``."""
+
+from __future__ import annotations
+
+from flask import Flask, g, jsonify, render_template
+
+from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
+from ..api import clip_boxes, palette_rgb
+from ..errors import Refused
+from . import assign, decisions, history, report
+from .db import FINAL
+from .decisions import Snapshot, check_action, check_person, check_reason
+
+MAX_NOTE = 1000
+
+
+def install(app: Flask, project, ctx) -> None:
+    res = project.results
+
+    @app.get("/adjudicate")
+    @ctx.role("adjudicator")
+    def adjudicate():
+        return render_template("team_adjudicate.html", user=g.user["name"], csrf=g.user["csrf"])
+
+    def clip_summary(clip_id: str, snap: Snapshot, names: list[str]) -> dict:
+        persons = res.persons(clip_id)
+        return {"clip_id": clip_id, "status": decisions.status(snap, clip_id, persons, names), "annotators": names,
+                "persons": len(persons), "final_by": snap.resolved.get(clip_id, "")}
+
+    @app.get("/api/adjudication")
+    @ctx.role("adjudicator")
+    def adjudication():
+        c = ctx.conn()
+        snap = Snapshot.read(c)
+        assigned = project.assigned(c)
+        clips = [clip_summary(cid, snap, names) for cid, names in sorted(assigned.items())]
+        counts = {s: sum(x["status"] == s for x in clips) for s in decisions.STATUSES}
+        return jsonify(user=g.user["name"], labels=ctx.labels, label_types=list(LABEL_TYPES), colors=palette_rgb(),
+                       max_actions=MAX_ACTIONS, clips=clips, counts=counts, problems=res.problems(),
+                       figures=report.as_json(project.figures(c)), files=[str(p) for p in project.files.paths()])
+
+    def detail(clip_id: str) -> dict:
+        c = res.clip(clip_id)
+        cn = ctx.conn()
+        snap = Snapshot.read(cn, clip_id=c.clip_id)
+        names = assign.annotators_of(cn, c.clip_id)
+        persons = res.persons(c.clip_id)
+        out = clip_summary(c.clip_id, snap, names)
+        out.update(clip_type=c.clip_type, frames=c.frames, width=c.width, height=c.height, kept=c.kept,
+                   persons=persons, boxes=clip_boxes(res, c.clip_id))
+        out["labels"] = []
+        for layer in names:
+            acts = snap.layer_actions(layer, c.clip_id)
+            excl = snap.layer_excluded(layer)
+            out["labels"].append({
+                "annotator": layer, "done": decisions.decision(snap, layer, c.clip_id, persons) is not None,
+                "excluded": c.clip_id in excl, "reason": excl.get(c.clip_id, ""),
+                "actions": {str(p): acts.get((c.clip_id, p), []) for p in persons}})
+        fin = snap.layer_actions(FINAL, c.clip_id)
+        fexcl = snap.layer_excluded(FINAL)
+        out["final"] = {"excluded": c.clip_id in fexcl, "reason": fexcl.get(c.clip_id, ""),
+                        "actions": {str(p): acts for (_, p), acts in sorted(fin.items())},
+                        "note": snap.notes.get(c.clip_id, ""), "by": snap.resolved.get(c.clip_id, ""),
+                        "set": c.clip_id in fexcl or bool(fin)}
+        return out
+
+    @app.get("/api/adjudication/<clip_id>")
+    @ctx.role("adjudicator")
+    def adjudication_clip(clip_id: str):
+        return jsonify(detail(clip_id))
+
+    @app.post("/api/final")
+    @ctx.role("adjudicator")
+    def final():
+        data = ctx.body()
+        c = res.clip(data.get("clip_id"))
+        persons = res.persons(c.clip_id)
+        excluded = data.get("excluded")
+        if not isinstance(excluded, bool):
+            raise Refused(400, f"excluded must be true or false, got {excluded!r}")
+        reason = check_reason(data.get("reason", ""))
+        note = check_reason(data.get("note", ""), "note", MAX_NOTE)
+        given = data.get("actions", {})
+        if not isinstance(given, dict):
+            raise Refused(400, f"actions must be an object person -> [action ids], got {given!r}")
+        actions: dict[int, list[int]] = {}
+        for key, ids in given.items():
+            pid = check_person(persons, c.clip_id, int(key) if isinstance(key, str) and key.isdigit() else key)
+            if not isinstance(ids, list):
+                raise Refused(400, f"actions of person {pid} must be a list of ids, got {ids!r}")
+            ids = list(dict.fromkeys(check_action(project.label_ids, a) for a in ids))
+            if len(ids) > MAX_ACTIONS:
+                raise Refused(409, f"person {pid} in {c.clip_id}: {len(ids)} actions (at most {MAX_ACTIONS})")
+            actions[pid] = ids
+        who = g.user["name"]
+        _, seqs = ctx.write(lambda cn: (None, decisions.set_final(cn, who, c, reason if excluded else None, actions, note)))
+        out = detail(c.clip_id)
+        out["seq"] = seqs
+        return jsonify(out)
+
+    @app.post("/api/report")
+    @ctx.role("adjudicator")
+    def write_report():
+        return jsonify(written=project.write_report(ctx.conn()))
+
+    @app.get("/api/history/<clip_id>")
+    @ctx.role("adjudicator")
+    def clip_history(clip_id: str):
+        c = res.clip(clip_id)
+        return jsonify(clip_id=c.clip_id, rows=history.rows(ctx.conn(), clip_id=c.clip_id))
