@@ -133,18 +133,22 @@ def pyslowfast_split(export_dir: Path, frame_dir: Path, split: str, *, num_frame
 
 def mmaction2_datasets(workdir: Path) -> dict:
     """The datasets of the shipped config, built by mmaction2 in ``workdir`` (which holds
-    ``results/export`` and ``results/frames``), for every split with at least one record
-    (the export writes no file for an empty split)."""
+    ``results/export`` and ``results/frames``; the caller's working directory, where the
+    config's relative paths point), for every split the config keeps. The config drops val
+    (its loader, evaluator and loop) when the export wrote no ``ava_val_gt.csv``; a split it
+    keeps whose files are missing fails to build here, as in mmaction2's runner."""
     import mmaction.datasets  # noqa: F401  registers AVADataset and the transforms
     from mmaction.registry import DATASETS
     from mmengine.config import Config
     from mmengine.registry import init_default_scope
 
     init_default_scope("mmaction")  # the config's default_scope; models (einops ...) are not imported
-    cfg = Config.fromfile(str(MMACTION2_CONFIG))
     here = os.getcwd()
     os.chdir(workdir)
     try:
+        cfg = Config.fromfile(str(MMACTION2_CONFIG))
+        dropped = [cfg.val_dataloader is None, cfg.val_evaluator is None, cfg.val_cfg is None]
+        assert len(set(dropped)) == 1, f"val only partly dropped: loader, evaluator, loop = {dropped}"
         return {
             split: (DATASETS.build(loader.dataset), loader.dataset.pipeline)
             for split, loader in (
@@ -152,7 +156,7 @@ def mmaction2_datasets(workdir: Path) -> dict:
                 ("val", cfg.val_dataloader),
                 ("test", cfg.test_dataloader),
             )
-            if loader is not None and Path(loader.dataset.ann_file).is_file()
+            if loader is not None
         }
     finally:
         os.chdir(here)

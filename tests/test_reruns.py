@@ -8,7 +8,10 @@ itself in ``-version``, so that the tests see which jobs ran which ffmpeg.
 """
 
 import base64
+import io
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import imageio_ffmpeg
@@ -105,7 +108,7 @@ def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypat
         assert loaders.pyslowfast_split(out, run_dir / "results" / "frames", split)
     monkeypatch.chdir(run_dir)
     datasets = loaders.mmaction2_datasets(run_dir)
-    assert sorted(datasets) == sorted(non_empty)
+    assert sorted(datasets) == sorted(non_empty)  # val dropped by the config: no ava_val_gt.csv
     for split, (ds, pipeline) in datasets.items():
         for i in range(len(ds)):
             got = loaders.mmaction2_sample(ds, pipeline, i, run_dir)
@@ -196,6 +199,11 @@ def test_0b_cvat_corrections_rerun_only_their_source_and_the_export_shows_exactl
     assert "person 1 has no box in dancer_002" in (res / "export" / "label_report.tsv").read_text()
     ledger = pd.read_csv(res / "ledger.tsv", sep="\t", dtype=str, keep_default_na=False).set_index("clip_id")
     assert ledger.at["dancer_001", "track"] == "2" and ledger.at["dancer_002", "track"] == "0"
+    # the CLI's ledger reads the corrected tracks too (from tracks/ it would count 1 and 1 persons)
+    out = subprocess.run([sys.executable, "-m", "microg4m.cli", "ledger", str(res)],
+                         capture_output=True, text=True, check=True).stdout
+    cli = pd.read_csv(io.StringIO(out), sep="\t", dtype=str, keep_default_na=False).set_index("clip_id")
+    pd.testing.assert_frame_equal(cli, ledger)
     out_xml = ET.parse(res / "cvat" / "dancer" / "dancer_001.xml").getroot()
     assert len(out_xml.findall("track")) == 2  # the files out follow the corrections
 
