@@ -20,7 +20,7 @@ from microg4m.vqa import export as vqa_export
 from microg4m.annotate.team import assign, text_agreement, vqa_review
 from microg4m.annotate.team.db import CHANGES, FINAL, SCHEMA, connect
 from microg4m.annotate.team.server import create_app
-from microg4m.vqa.rules import UNANSWERABLE
+from microg4m.vqa.rules import UNANSWERABLE, pair_warnings
 
 from team_setup import Client, history_rows, make_project, serving
 from test_vqa_review import RELEASED_SCHEMA
@@ -153,6 +153,19 @@ def save(client, clip, caption=DRAFT_CAPTION, qa=None, reviewed=True, base=None)
 def state(project) -> tuple:
     reviews = project.reviews.path
     return len(history_rows(project)), reviews.read_bytes() if reviews.is_file() else None
+
+
+def test_questions_about_sound_or_intent_are_flagged_as_in_single_user_mode(served):
+    project, users = served
+    a, _ = reviewers_of(project, "dancer_000")
+    qa = pairs(lambda p: p[:2] + [{"Q": "What does the dancer say?", "A": "Not mentioned"},
+                                  {"Q": "Why does the dancer want to raise the arms?", "A": "To stretch."}])
+    want = [{"pair": 3, "warnings": ["sound"]}, {"pair": 4, "warnings": ["intent"]}]
+    status, out, _ = save(users[a], "dancer_000", qa=qa, reviewed=False)
+    assert status == 200 and out["warnings"] == want == pair_warnings(qa)
+    assert users[a].request("GET", "/api/vqa/dancer_000")[1]["warnings"] == want
+    judy = users["judy"].request("GET", "/api/text-adjudication/dancer_000")[1]
+    assert [v["warnings"] for v in judy["versions"] if v["reviewer"] == a] == [want]
 
 
 def test_reviewers_start_from_the_draft_and_agreeing_versions_become_final_at_once(served):
