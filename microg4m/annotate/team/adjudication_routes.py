@@ -96,7 +96,8 @@ def install(app: Flask, project, ctx) -> None:
                 raise Refused(409, f"person {pid} in {c.clip_id}: {len(ids)} actions (at most {MAX_ACTIONS})")
             actions[pid] = ids
         who = g.user["name"]
-        _, seqs = ctx.write(lambda cn: (None, decisions.set_final(cn, who, c, reason if excluded else None, actions, note)))
+        _, seqs = ctx.write(lambda cn: (None, decisions.set_final(cn, who, c, reason if excluded else None, actions,
+                                                                  note)))
         out = detail(c.clip_id)
         out["seq"] = seqs
         return jsonify(out)

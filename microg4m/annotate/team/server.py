@@ -145,14 +145,16 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
             raise Refused(403, f"refused: clip {clip.clip_id} is not in {me}'s queue")
         return clip
 
-    def write(fn):
-        """Run ``fn(conn)`` in one transaction; write the files if it changed final labels."""
+    def write(fn, sync=None, kinds: tuple = ()):
+        """Run ``fn(conn)`` in one transaction; if it changed a final row (of ``kinds``, when
+        given), bring the files in step: ``sync(conn)``, by default the label files."""
         c = conn()
         with transaction(c):
             out, seqs = fn(c)
-        if seqs and c.execute(f"SELECT 1 FROM changes WHERE layer = ? AND seq IN ({','.join('?' * len(seqs))})",
-                              (FINAL, *seqs)).fetchone():
-            project.files.sync(c)
+        of_kind = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+        final = f"SELECT 1 FROM changes WHERE layer = ?{of_kind} AND seq IN ({','.join('?' * len(seqs))})"
+        if seqs and c.execute(final, (FINAL, *kinds, *seqs)).fetchone():
+            (sync or project.files.sync)(c)
         return out, seqs
 
     # ------------------------------------------------------------ frames (annotators: their queue only)

@@ -25,7 +25,6 @@ from flask import Flask, g, jsonify, render_template, request
 from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
 from ..api import clip_boxes, palette_rgb
 from . import assign, text_agreement, vqa_review
-from .db import FINAL, transaction
 
 
 def _draft_view(d: dict | None) -> dict | None:
@@ -43,21 +42,14 @@ def _as_entry(version: dict | None, who: str) -> dict | None:
 
 
 def install(app: Flask, project, ctx) -> None:
-    """``ctx``: the server's helpers (conn, role, body, owner, my_clip)."""
+    """``ctx``: the server's helpers (conn, role, body, owner, my_clip, write, labels)."""
     res = project.results
     rules = {"max_pairs": MAX_PAIRS, "unanswerable": UNANSWERABLE, "warnings": WARNINGS}
     final_kinds = vqa_review.KINDS
 
     def write(fn):
-        """Run ``fn(conn)`` in one transaction; rewrite the reviews file if a final text changed."""
-        c = ctx.conn()
-        with transaction(c):
-            out, seqs = fn(c)
-        if seqs and c.execute(
-                f"SELECT 1 FROM changes WHERE layer = ? AND kind IN ({','.join('?' * len(final_kinds))}) "
-                f"AND seq IN ({','.join('?' * len(seqs))})", (FINAL, *final_kinds, *seqs)).fetchone():
-            project.reviews.sync(c)
-        return out, seqs
+        """``fn`` in one transaction; the reviews file rewritten if a final text changed."""
+        return ctx.write(fn, sync=project.reviews.sync, kinds=final_kinds)
 
     # ------------------------------------------------------------ a reviewer's version
     @app.get("/api/vqa")
