@@ -105,3 +105,27 @@ def test_team_mode_takes_its_settings_from_the_config(tmp_path):
     args.threads = 0
     with pytest.raises(ValueError, match="team.server.threads = 0"):
         team_options.settings(args)
+
+
+@pytest.mark.parametrize("overlays", [[], ["config/presets/fast.yaml"], ["config/microg4m.yaml"],
+                                      [".test/demo/config.yaml"], [".test/bad-inputs/config.yaml"],
+                                      [".test/corrections/config.yaml"]])
+def test_the_workflow_sees_the_config_snakemakes_own_validate_would_give(overlays):
+    """config.validate replaced snakemake.utils.validate in common.smk: the stages get the same settings."""
+    import copy
+
+    from snakemake.utils import validate as snakemake_validate
+
+    def overlay(into: dict, cfg: dict) -> None:  # as Snakemake merges --configfile files
+        for key, value in cfg.items():
+            if isinstance(value, dict) and isinstance(into.get(key), dict):
+                overlay(into[key], value)
+            else:
+                into[key] = copy.deepcopy(value)
+
+    cfg: dict = {}
+    for path in ["config/config.yaml", *overlays]:
+        overlay(cfg, yaml.safe_load((REPO / path).read_text()) or {})
+    theirs, ours = copy.deepcopy(cfg), copy.deepcopy(cfg)
+    snakemake_validate(theirs, str(config.CONFIG_SCHEMA))
+    assert config.validate(ours) == theirs
