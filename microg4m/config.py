@@ -86,15 +86,19 @@ def validate(cfg: dict, source: str = "config") -> dict:
     return cfg
 
 
+def _put(cfg: dict, dotted: str, value) -> None:
+    """Set ``cfg``'s ``a.b.c`` to ``value``, making the sections on the way."""
+    *sections, key = dotted.split(".")
+    for part in sections:
+        cfg = cfg.setdefault(part, {})
+    cfg[key] = value
+
+
 def validate_section(dotted: str, values: dict, source: str = "command line") -> dict:
     """Settings of one section (``detect``, ``duplicates.signature``), checked as they
     would be inside a whole config; the section with the schema's defaults filled in."""
     cfg: dict = {}
-    node = cfg
-    parts = dotted.split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-    node[parts[-1]] = values
+    _put(cfg, dotted, values)
     validate(cfg, source)
     return values
 
@@ -106,16 +110,9 @@ def load(path: str | os.PathLike | None = None, overrides: dict | None = None) -
     if path is None and Path(DEFAULT_CONFIG).is_file():
         path = DEFAULT_CONFIG
     cfg = read(path) if path is not None else {}
-    given = False
-    for dotted, value in (overrides or {}).items():
-        if value is None:
-            continue
-        given = True
-        node = cfg
-        parts = dotted.split(".")
-        for part in parts[:-1]:
-            node = node.setdefault(part, {})
-        node[parts[-1]] = value
+    given = {dotted: value for dotted, value in (overrides or {}).items() if value is not None}
+    for dotted, value in given.items():
+        _put(cfg, dotted, value)
     source = f"--configfile {path}" if path is not None else "config"
     return validate(cfg, f"{source} with the command line's options" if given else source)
 
@@ -131,12 +128,9 @@ def read(path: str | os.PathLike) -> dict:
     return cfg
 
 
-def get(cfg: dict, dotted: str, fallback: dict | None = None):
-    """``cfg``'s value at ``a.b.c``; else ``fallback``'s (e.g. :func:`defaults`); else None."""
-    for source in (cfg, fallback or {}):
-        node = source
-        for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
-        if node is not None:
-            return node
-    return None
+def get(cfg: dict, dotted: str):
+    """``cfg``'s value at ``a.b.c`` (None where a key is missing)."""
+    node = cfg
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node

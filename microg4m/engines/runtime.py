@@ -380,12 +380,11 @@ def boxes_only(export: Path) -> bool:
     model = ov.Core().read_model(str(xml))
     concat = model.output(0).get_node().input_value(0).get_node()
     parts = [concat.input_value(i) for i in range(concat.get_input_size())]
-    rows = [p.get_partial_shape()[1] for p in parts]
-    rows = [r.get_length() if r.is_static else None for r in rows]
+    rows = [r.get_length() if r.is_static else None for r in (p.get_partial_shape()[1] for p in parts)]
     want = 4 + len(meta["names"])
-    keep = next((i for i in range(1, len(rows) + 1) if None not in rows[:i] and sum(rows[:i]) == want), None)
-    if concat.get_type_name() != "Concat" or keep is None or None in rows or \
-            sum(rows[keep:]) != int(np.prod(meta["kpt_shape"])):
+    static = None not in rows
+    keep = next((i for i in range(1, len(rows) + 1) if sum(rows[:i]) == want), None) if static else None
+    if concat.get_type_name() != "Concat" or keep is None or sum(rows[keep:]) != int(np.prod(meta["kpt_shape"])):
         log.warning("export %s: its head ends in %s of %s rows, not boxes + %d classes + keypoints; kept whole",
                     export, concat.get_type_name(), rows, len(meta["names"]))
         return False
