@@ -1,0 +1,40 @@
+"""The unit plan of a run: ``results/units.tsv``, which sources each per-unit job takes.
+
+One row per source, in the sources table's order: ``unit, source_id``. The workflow
+writes it from the plan it runs (``sources_per_job``), so that whoever reads the results
+folder afterwards (annotate, team mode, captions, CVAT, the CLI, the release) knows which
+per-unit files are current: a folder of a unit that is not in the plan is a leftover of an
+earlier plan, never a clip's home.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+
+from microg4m.common.atomic import write_tsv
+
+COLUMNS = ["unit", "source_id"]
+
+
+def write_plan(path: str | os.PathLike, units: dict[str, list[str]]) -> None:
+    """Write ``unit -> [source ids]`` (atomically; the order of ``units`` and of each list kept)."""
+    rows = [(unit, sid) for unit, sids in units.items() for sid in sids]
+    write_tsv(path, pd.DataFrame(rows, columns=COLUMNS))
+
+
+def read_plan(path: str | os.PathLike) -> dict[str, list[str]]:
+    """``unit -> [source ids]`` in file order. A file without the two columns, or a source
+    in two units, is refused with a ValueError naming the file and the reason."""
+    df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+    missing = [c for c in COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: not a unit plan (no column {', '.join(missing)})")
+    twice = df.loc[df["source_id"].duplicated(), "source_id"].tolist()
+    if twice:
+        raise ValueError(f"{path}: source(s) in more than one unit: {', '.join(sorted(set(twice)))}")
+    plan: dict[str, list[str]] = {}
+    for unit, sid in zip(df["unit"], df["source_id"]):
+        plan.setdefault(unit, []).append(sid)
+    return plan
