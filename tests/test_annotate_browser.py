@@ -17,7 +17,7 @@ import pytest
 
 from microg4m.stages import export
 
-from test_annotate_store import LABEL_MAP, clip_video, make_app  # noqa: F401  (fixture)
+from test_annotate_store import LABEL_MAP, clip_video, make_app, unit_inputs  # noqa: F401  (fixture)
 from microg4m.formats.decisions import read_screening
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -179,12 +179,10 @@ def test_page_draws_boxes_labels_excludes_and_keeps_state(served):
 
     # the files are what the workflow reads: the filter's screening, the export's labels
     assert read_screening(screening) == {"dancer_001"}
-    srcs = ["dancer", "film"]
+    inputs = unit_inputs(res)
     report = export.Report()
-    clips = export.load_clips([res / "clips" / s / "manifest.tsv" for s in srcs],
-                              [res / "filter" / f"{s}.tsv" for s in srcs], report)
-    boxes = export.keyframes(export.load_tracks([res / "tracks" / f"{s}.csv" for s in srcs], clips, report),
-                             clips, report)
+    clips = export.load_clips(inputs["manifests"], inputs["decisions"], report)
+    boxes = export.keyframes(export.load_tracks(inputs["tracks"], clips, report), clips, report)
     from microg4m.formats import labels
 
     valid, problems, dups = export.validate_labels(labels.read_actions(actions), clips, boxes,
