@@ -28,7 +28,8 @@ before the first call)::
     idx.root                     # the folder, resolved
     idx.planned()                # bool: units.tsv is there
     idx.units()                  # {unit: [source ids]}: the current units (plan order; else
-                                 #   folder order, the sources in manifest order)
+                                 #   folder order, the sources of the unit's trim status and
+                                 #   manifest: failed sources and sources without clips too)
     idx.unit_of(source_id)       # its unit (KeyError for a source of no current unit)
     idx.files(unit)              # UnitFiles: every per-unit path of the layout (there or not)
     idx.final_tracks(unit)       # corrected/{unit}.csv when written, else tracks/{unit}.csv
@@ -56,10 +57,10 @@ Freshness
 Read once, then refreshed by stamp (modification time, size, inode) when a file it was
 read from changes; every call stats only what it touches. A call on one clip
 (``clip``, ``track_rows``, ``persons``, ``boxes``) stats the plan and the ``clips/``
-folder, the clip's unit's manifest and decisions, and that unit's final tracks: a few
-stats whatever the number of clips. ``clips()``, ``units()`` and ``problems()`` stat the
-manifest and decisions of every current unit. A unit's manifest and decisions are read
-again only when one of them changed; a unit's tracks are read when first asked for
+folder, the clip's unit's manifest, decisions and trim status, and that unit's final
+tracks: a few stats whatever the number of clips. ``clips()``, ``units()`` and
+``problems()`` stat those of every current unit. A unit's tables are read again only when
+one of them changed; a unit's tracks are read when first asked for
 (per unit, lazily) and again when the file changed. Thread-safe.
 """
 
@@ -75,6 +76,7 @@ import numpy as np
 
 from microg4m.formats.decisions import read_decisions
 from microg4m.formats.manifest import read_manifest
+from microg4m.formats.records import read_records
 from microg4m.formats.tracks import read_tracks
 from microg4m.formats.unit_plan import read_plan
 
@@ -328,9 +330,9 @@ class ResultsIndex:
             self._merge()
 
     def _fresh_unit(self, unit: str) -> bool:
-        """Re-read a unit when its manifest or decisions changed; True when it did."""
+        """Re-read a unit when its manifest, decisions or trim status changed; True when it did."""
         f = self.files(unit)
-        stamp = (_stat(f.manifest), _stat(f.decisions))
+        stamp = (_stat(f.manifest), _stat(f.decisions), _stat(f.status))
         part = self._parts.get(unit)
         if part is not None and part.stamp == stamp:
             return False
@@ -349,6 +351,11 @@ class ResultsIndex:
             return _Part(stamp, sources, {}, [f"{f.manifest}: unreadable manifest ({type(exc).__name__}: {exc})"],
                          True)
         problems: list[str] = []
+        if planned is None and stamp[2] is not None:  # without a plan: every source trim saw, clips or not
+            try:
+                sources = list(dict.fromkeys(r["source_id"] for r in read_records(f.status)))
+            except (OSError, KeyError, ValueError) as exc:
+                problems.append(f"{f.status}: unreadable trim status ({type(exc).__name__}: {exc})")
         decided: dict[str, tuple[bool, str]] = {}
         if stamp[1] is None:
             if (man["status"] == "ok").any():
