@@ -97,9 +97,9 @@ def run(
     *,
     jpeg_quality: int = 2,
 ) -> pd.DataFrame:
-    """Extract the frames of every kept clip of one source.
+    """Extract the frames of every kept clip of one unit.
 
-    Writes the done list ``done`` (default ``<out_dir>/<source>.tsv``, source = the
+    Writes the done list ``done`` (default ``<out_dir>/<unit>.tsv``, unit = the
     manifest's folder name): ``clip_id, frames, status (ok/failed), reason``. A clip that
     fails is recorded with the reason and the others go on.
     """

@@ -233,7 +233,7 @@ def run(manifest, detections, decisions, motion, out, *, tracker: str = "ultraly
         record_conf: float = 0.55, closeup_area: float = 0.5, low_motion: Mapping = LOW_MOTION,
         high_motion: Mapping = HIGH_MOTION, botsort: Mapping | None = None, reid_weights=None,
         device: str = "cpu", previews_dir=None, contact_sheet=None) -> pd.DataFrame:
-    """Track the kept clips of one source; write ``tracks/{src}.csv`` (``out``) and previews."""
+    """Track the kept clips of one unit; write ``tracks/{unit}.csv`` (``out``) and previews."""
     passive_openmp()  # before torch loads
     from microg4m.report import preview
 
