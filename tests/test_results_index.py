@@ -186,3 +186,17 @@ def test_what_cannot_be_used_is_named(tmp_path):
     plan.write_text("unit\n")
     with pytest.raises(ValueError, match=f"{plan}: not a unit plan"):
         index.clips()
+
+
+def test_a_new_plan_is_seen_by_the_next_call_before_the_workflow_ran_it(tmp_path):
+    res = build_results(tmp_path / "results")
+    index = ResultsIndex(res)
+    assert index.clip("film_000").unit == UNIT
+    plan = res / "units.tsv"  # the workflow re-plans (more sources): film goes to a unit not trimmed yet
+    plan.write_text(f"unit\tsource_id\n{UNIT}\tdancer\nbatch00001\tfilm\n")
+    assert index.get("film_000") is None and index.clip("dancer_000").unit == UNIT
+    assert index.problems()[:2] == [
+        f"{res / 'clips' / UNIT / 'manifest.tsv'}: film_000: source 'film' is not of unit {UNIT} in {plan} "
+        "(a re-plan not run yet); ignored",
+        f"{res / 'clips' / UNIT / 'manifest.tsv'}: film_001: source 'film' is not of unit {UNIT} in {plan} "
+        "(a re-plan not run yet); ignored"]

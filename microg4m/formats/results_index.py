@@ -317,6 +317,8 @@ class ResultsIndex:
         else:
             names = folders
             self._leftovers = []
+        if plan != self._plan:  # a unit's part was checked against the plan it was read under
+            self._parts = {}
         self._plan, self._names, self._top_problems, self._top = plan, names, problems, stamp
         self._parts = {u: p for u, p in self._parts.items() if u in names}
         self._tracks = {u: t for u, t in self._tracks.items() if u in names}
