@@ -3,6 +3,7 @@ download), and reading the boxes drawn on the page's canvas back from its pixels
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import cv2
@@ -45,3 +46,21 @@ def wait_drawn(page, frame: int) -> None:
     page.wait_for_function(
         "n => S.frame === n && S.images[n - 1].complete && S.images[n - 1].naturalWidth > 0", arg=frame)
     page.wait_for_timeout(150)  # the frame's onload draws it
+
+
+@contextlib.contextmanager
+def chromium_page(url: str):
+    """``(page, errors)``: ``url`` in a 1280x800 page of headless Chromium, and the page's
+    script errors as they come."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 800})
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(url)
+            yield page, errors
+        finally:
+            browser.close()

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from browser import ARGS, CHROMIUM, canvas_shot, left_edge, near, person_bgr, wait_drawn
+from browser import CHROMIUM, canvas_shot, chromium_page, left_edge, near, person_bgr, wait_drawn
 from microg4m.annotate.app import create_app
 from microg4m.annotate.team.server import create_app as create_team_app
 from microg4m.formats import labels
@@ -130,13 +130,8 @@ def free_action(wd, clip: str, person: int) -> int:
 
 @pytest.mark.skipif(not CHROMIUM.is_file(), reason="needs Debian's chromium (apt-get install chromium)")
 def test_microg4m_annotate_draws_the_boxes_in_chromium_and_a_label_reaches_the_export(demo):
-    playwright = pytest.importorskip("playwright.sync_api")
-    tracks = track_file_rows(demo)
-    clip = next(c for c in kept_clips(demo) if c in tracks)
-    rows = tracks[clip].sort_values(["frame_id", "person_id"])
-    first = rows.iloc[0]  # the page opens a clip at its first frame with a box
-    person = int(first.person_id)
-    action = free_action(demo, clip, person)
+    pytest.importorskip("playwright.sync_api")
+    tracks, kept, label = track_file_rows(demo), kept_clips(demo), None
     # as a user: the page over the run's results, the labels where the workflow reads them
     server = subprocess.Popen([sys.executable, "-m", "microg4m.cli", "annotate", "--results", RESULTS, "--port", "0"],
                               cwd=demo, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -145,29 +140,30 @@ def test_microg4m_annotate_draws_the_boxes_in_chromium_and_a_label_reaches_the_e
         while not (url := re.search(r"http://\S+", printed)) and (line := server.stdout.readline()):
             printed += line
         assert url, printed
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 800})
-                errors: list[str] = []
-                page.on("pageerror", lambda e: errors.append(str(e)))
-                page.goto(url.group(0) + f"#clip={clip}")
+        with chromium_page(url.group(0) + f"#clip={kept[0]}") as (page, errors):  # else: the first not done
+            for i, clip in enumerate(kept):  # every kept clip, with its first box drawn on the frame
+                if i:
+                    page.keyboard.press("n")
                 page.wait_for_function(f"() => document.getElementById('clip-id').textContent === '{clip}'")
-                assert page.locator("#clip-list div").all_inner_texts() == kept_clips(demo)
-                wait_drawn(page, int(first.frame_id))
+                assert page.locator("#clip-list div").all_inner_texts() == kept
+                if clip not in tracks:
+                    continue
+                first = tracks[clip].sort_values(["frame_id", "person_id"]).iloc[0]
+                wait_drawn(page, int(first.frame_id))  # the page opens a clip at its first frame with a box
                 img, *scale = canvas_shot(page)
                 x, y = left_edge(page, (first.xmin, first.ymin, first.xmax, first.ymax), scale)
-                assert near(img, x, y, person_bgr(person)), (clip, int(first.frame_id), img[int(y), int(x)])
-                count = page.locator(f".person[data-person='{person}'] .chip").count()
-                page.click(f".person[data-person='{person}'] .picker label[data-action='{action}']")
-                page.wait_for_function(f"() => document.querySelectorAll(\".person[data-person='{person}'] .chip\")"
-                                       f".length === {count + 1}")
-                assert errors == []
-            finally:
-                browser.close()
+                assert near(img, x, y, person_bgr(int(first.person_id))), (clip, int(first.frame_id))
+                if label is None:  # the first clip with a person: its first person gets a new action
+                    label = (clip, int(first.person_id), free_action(demo, clip, int(first.person_id)))
+                    person = f".person[data-person='{label[1]}']"
+                    count = page.locator(f"{person} .chip").count()
+                    page.click(f"{person} .picker label[data-action='{label[2]}']")
+                    page.wait_for_function(f"() => document.querySelectorAll(\"{person} .chip\").length === {count + 1}")
+            assert errors == []
     finally:
         server.terminate()
         server.wait(timeout=60)
+    clip, person, action = label
     ctype = ResultsIndex(demo / RESULTS).clip(clip).clip_type
     assert f"{clip},{ctype},{person},{action}" in (demo / "annotations" / "demo_actions.csv").read_text().splitlines()
     assert jobs_ran(run(demo)) == {"export": 1, "all": 1}
