@@ -37,7 +37,9 @@ def run_dir(tmp_path_factory):
            "-c:v", "libx264", "-preset", "veryfast", "-crf", "35", "-pix_fmt", "yuv420p", str(wd / "uploads" / "dancercopy.mp4"))
     proc = snakemake(wd)
     counts = jobs_ran(proc)
-    assert counts["signatures"] == 3 and counts["duplicates"] == 1 and counts["duplicate_sheets"] == 1
+    units = ResultsIndex(wd / "results").units()  # sources_per_job auto: [dancer, pianist], [dancercopy]
+    assert list(units.values()) == [["dancer", "pianist"], ["dancercopy"]]
+    assert counts["signatures"] == len(units) and counts["duplicates"] == 1 and counts["duplicate_sheets"] == 1
     return wd
 
 
