@@ -135,15 +135,18 @@ def filter_cmc_check(res: Path) -> list[dict]:
     from microg4m.formats import manifest as mf
     from microg4m.engines import tracker as bot
     from microg4m.formats.detections import read_detections
+    from microg4m.formats.results_index import ResultsIndex
 
     changed, clips_seen = [], 0
     settings = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["filter"]
-    for manifest in sorted(res.glob("clips/*/manifest.tsv")):
-        src = manifest.parent.name
+    index = ResultsIndex(res)
+    for unit in index.units():
+        files = index.files(unit)
+        manifest = files.manifest
         clips = mf.ok_clips(manifest)
         if not len(clips):
             continue
-        dets = read_detections(res / "detections" / f"{src}.parquet")
+        dets = read_detections(files.detections)
         without = flt.tracked_boxes(dets, clips)
         by_clip = bot.by_frame(dets)
         for clip, frames, width, height in zip(clips["clip_id"], clips["frames"], clips["width"], clips["height"]):

@@ -235,20 +235,11 @@ def stage_table(results: Path, rule_cpu: dict) -> list[dict]:
 
 
 def count_clips(results: Path) -> dict:
-    import pandas as pd
+    from microg4m.formats.results_index import ResultsIndex
 
-    clips = kept = frames = 0
-    for m in (results / "clips").glob("*/manifest.tsv"):
-        t = pd.read_csv(m, sep="\t")
-        ok = t[t["status"] == "ok"]
-        clips += len(ok)
-        frames += int(ok["frames"].sum())
-    kept_ids = set()
-    for f in (results / "filter").glob("*.tsv"):
-        t = pd.read_csv(f, sep="\t")
-        kept_ids |= set(t.loc[t["keep"].astype(str).str.lower().isin(["true", "1"]), "clip_id"])
-    kept = len(kept_ids)
-    return dict(clips=clips, frames=frames, kept=kept, kept_ids=sorted(kept_ids))
+    ok = [c for c in ResultsIndex(results).clips().values() if c.status == "ok"]
+    kept_ids = sorted(c.clip_id for c in ok if c.kept)
+    return dict(clips=len(ok), frames=sum(c.frames for c in ok), kept=len(kept_ids), kept_ids=kept_ids)
 
 
 def detect_runtime(results: Path) -> str:

@@ -26,16 +26,20 @@ def concat(paths, out: Path, sep="\t", **kw) -> Path:
 def compare(oracle: Path, res: Path, work: Path, quiet: bool = False) -> dict:
     """compare.py of the oracle on the results folder ``res``; its SUMMARY as a dict
     (the full report in ``work/compare.txt``)."""
+    from microg4m.formats.results_index import ResultsIndex
+
     t = work / "tables"
     t.mkdir(parents=True, exist_ok=True)
+    index = ResultsIndex(res)
+    units = [index.files(u) for u in index.units()]
     args = [
         "--oracle", str(oracle),
-        "--trimmed", str(concat(res.glob("clips/*/manifest.tsv"), t / "trimmed.csv", status="ok")),
+        "--trimmed", str(concat([f.manifest for f in units], t / "trimmed.csv", status="ok")),
         "--clip-col", "clip_id", "--frames-col", "frames",
-        "--kept", str(concat(res.glob("filter/*.tsv"), t / "kept.csv")), "--kept-col", "keep", "--kept-value", "1",
-        "--boxes", str(concat(res.glob("tracks/*.csv"), t / "boxes.csv", sep=",")),
+        "--kept", str(concat([f.decisions for f in units], t / "kept.csv")), "--kept-col", "keep", "--kept-value", "1",
+        "--boxes", str(concat([f.tracks for f in units], t / "boxes.csv", sep=",")),
         "--keyframes", str(res / "export" / "boxes.csv"),
-        "--motion", str(concat(res.glob("motion/*.tsv"), t / "motion.csv")), "--motion-col", "level",
+        "--motion", str(concat([f.motion for f in units], t / "motion.csv")), "--motion-col", "level",
         "--json", str(work / "compare.json"),
     ]
     py = os.environ.get("REF_VENV", "/tmp/reference-oracle/venv") + "/bin/python"

@@ -7,7 +7,6 @@ the defaults of config/config.yaml; ``microg4m STAGE --help`` lists its options.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import logging
 import os
@@ -175,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("ledger", help="status of every source and clip of a results folder")
     p.add_argument("results")
 
+    p = sub.add_parser("where", help="the unit of a clip or source of a results folder, and its files")
+    p.add_argument("name", help="a clip id, a source id or a unit")
+    p.add_argument("--results", default=cfg["results"], help="results folder of a run (default: %(default)s)")
+
     p = sub.add_parser("verify", help="are the sources of a finished dataset still there, and the same files?")
     p.add_argument("manifest", help="an export folder, or its redownload.tsv")
     p.add_argument("--out", default=None, help="table to write (TSV); it is printed too")
@@ -218,11 +221,56 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _final_tracks(res: Path, unit: str) -> Path:
-    """A unit's tracks with the CVAT corrections applied (what the workflow's export and
-    ledger read), when the workflow wrote them; else the tracker's."""
-    corrected = res / "corrected" / f"{unit}.csv"
-    return corrected if corrected.is_file() else res / "tracks" / f"{unit}.csv"
+def _index(results):
+    """The results index of a run's folder (its problems on stderr); ValueError without units."""
+    from microg4m.formats.results_index import ResultsIndex
+
+    index = ResultsIndex(results)
+    if not index.units():
+        raise ValueError(f"{results}: no units (no units.tsv and no clips/*/manifest.tsv: not the results "
+                         "folder of a run?)")
+    for problem in index.problems():
+        print(f"microg4m: {problem}", file=sys.stderr)
+    return index
+
+
+def _unit_files(results) -> list:
+    """The files of every current unit of a results folder (UnitFiles, in unit order)."""
+    index = _index(results)
+    return [index.files(u) for u in index.units()]
+
+
+def _shown(path: Path) -> str:
+    """A path as the user typed the folder's: relative to the current folder when inside it."""
+    rel = os.path.relpath(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def _where(index, name: str) -> dict:
+    """The unit of a clip, source or unit of a results folder, its sources and the files
+    that are there; for a clip also its own files, status and persons."""
+    clip = index.get(name)
+    units = index.units()
+    if clip is not None:
+        unit = clip.unit
+    elif name in units:
+        unit = name
+    else:
+        try:
+            unit = index.unit_of(name)
+        except KeyError:
+            raise ValueError(f"{name!r} is no clip, source or unit of {index.root}") from None
+    files = index.files(unit)
+    out = {"unit": unit, "sources": units[unit]}
+    if clip is not None:
+        out["clip"] = {"clip_id": clip.clip_id, "source_id": clip.source_id, "trim": clip.status,
+                       "keep": clip.keep, "reason": clip.reason or clip.trim_reason,
+                       "persons": index.persons(name) if clip.kept else []}
+        out["clip_files"] = {k: _shown(v) for k, v in vars(index.clip_files(name)).items() if v.exists()}
+    paths = {k: v for k, v in vars(files).items() if isinstance(v, Path)}
+    out["files"] = {k: _shown(v) for k, v in paths.items() if v.exists()} | {"final_tracks": _shown(files.final_tracks)}
+    out["forcerun"] = f"snakemake --cores all --forcerun {_shown(files.tracks)}"
+    return out
 
 
 def _dispatch(args: argparse.Namespace, cfg: dict):
@@ -293,15 +341,11 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         from microg4m.stages import export
 
         res = Path(args.results)
-        srcs = sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
-
+        units = _unit_files(res)
         pairs = res / "duplicates" / "pairs.tsv"
-        final = functools.partial(_final_tracks, res)
-
-        downloads = [res / "download" / f"{s}.tsv" for s in srcs]
-        return export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
-                          decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
-                          tracks=[final(s) for s in srcs],
+        downloads = [f.download for f in units]
+        return export.run(manifests=[f.manifest for f in units], decisions=[f.decisions for f in units],
+                          tracks=[f.final_tracks for f in units],
                           out_dir=args.out_dir, actions=args.actions, label_map=args.label_map,
                           seed=args.seed, group_by=args.group_by, duplicates=args.duplicates,
                           downloads=downloads if all(p.is_file() for p in downloads) else None,
@@ -332,22 +376,18 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "vqa-export":
         from microg4m.vqa import export as vqa_export
 
-        res = Path(args.results)
-        srcs = sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
-        return vqa_export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
-                              decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
+        units = _unit_files(args.results)
+        return vqa_export.run(manifests=[f.manifest for f in units], decisions=[f.decisions for f in units],
                               reviews=args.reviews, out_dir=args.out_dir)
     if stage == "ledger":
         from microg4m.stages import ledger
 
-        res = Path(args.results)
-        srcs = sorted(p.stem for p in res.glob("download/*.tsv"))
-        df = ledger.build([res / "download" / f"{s}.tsv" for s in srcs],
-                          [res / "clips" / s / "status.tsv" for s in srcs],
-                          [res / "clips" / s / "manifest.tsv" for s in srcs],
-                          [res / "filter" / f"{s}.tsv" for s in srcs],
-                          [_final_tracks(res, s) for s in srcs])
+        units = _unit_files(args.results)
+        df = ledger.build([f.download for f in units], [f.status for f in units], [f.manifest for f in units],
+                          [f.decisions for f in units], [f.final_tracks for f in units])
         return df.to_csv(sep="\t", index=False)
+    if stage == "where":
+        return _where(_index(args.results), args.name)
     if stage == "verify":
         from microg4m.stages import verify
 

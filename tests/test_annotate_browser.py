@@ -11,22 +11,17 @@ import threading
 import time
 from pathlib import Path
 
-import cv2
-import numpy as np
 import pytest
 
+from browser import ARGS, CHROMIUM, canvas_shot, left_edge, near, person_bgr, wait_drawn  # noqa: F401  (ARGS, CHROMIUM: for the other page tests)
 from microg4m.stages import export
 
-from test_annotate_store import LABEL_MAP, clip_video, make_app  # noqa: F401  (fixture)
+from test_annotate_store import LABEL_MAP, clip_video, make_app, unit_inputs  # noqa: F401  (fixture)
 from microg4m.formats.decisions import read_screening
 
 playwright = pytest.importorskip("playwright.sync_api")
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 HEADER = "video_id,movie_or_real,person_id,action\n"
-# preview.PALETTE in BGR: person 1 (0, 200, 255), person 2 (255, 128, 0)
-BGR = {1: (0, 200, 255), 2: (255, 128, 0)}
+BGR = {1: person_bgr(1), 2: person_bgr(2)}  # (0, 200, 255) and (255, 128, 0)
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason="needs Debian's chromium (apt-get install chromium)")
 
@@ -42,33 +37,6 @@ def served(tmp_path, clip_video):  # noqa: F811
     yield f"http://127.0.0.1:{server.server_port}/", res, ann
     server.shutdown()
     thread.join()
-
-
-def canvas_shot(page) -> tuple[np.ndarray, float, float]:
-    """Screenshot of the canvas (BGR) and its display scale (screen px per canvas px)."""
-    img = cv2.imdecode(np.frombuffer(page.locator("#canvas").screenshot(), np.uint8), cv2.IMREAD_COLOR)
-    cw, ch = page.evaluate("() => { const c = document.getElementById('canvas'); return [c.width, c.height]; }")
-    return img, img.shape[1] / cw, img.shape[0] / ch
-
-
-def near(img: np.ndarray, x: float, y: float, bgr, tol: int = 45) -> bool:
-    """Some pixel within 1 px of (x, y) has the colour ``bgr``."""
-    xi, yi = int(round(x)), int(round(y))
-    patch = img[yi - 1:yi + 2, xi - 1:xi + 2].reshape(-1, 3).astype(int)
-    return bool((np.abs(patch - np.array(bgr)).max(axis=1) <= tol).any())
-
-
-def left_edge(page, box, scale):
-    """Screen position of the middle of a box's left edge (box in clip pixels)."""
-    k = page.evaluate("() => document.getElementById('canvas').width / S.clip.width")
-    x1, y1, _, y2 = box
-    return x1 * k * scale[0], (y1 + y2) / 2 * k * scale[1]
-
-
-def wait_drawn(page, frame: int) -> None:
-    page.wait_for_function(
-        "n => S.frame === n && S.images[n - 1].complete && S.images[n - 1].naturalWidth > 0", arg=frame)
-    page.wait_for_timeout(150)  # the frame's onload draws it
 
 
 def last_line_becomes(path: Path, expected: str, timeout: float = 15) -> str:
@@ -179,12 +147,10 @@ def test_page_draws_boxes_labels_excludes_and_keeps_state(served):
 
     # the files are what the workflow reads: the filter's screening, the export's labels
     assert read_screening(screening) == {"dancer_001"}
-    srcs = ["dancer", "film"]
+    inputs = unit_inputs(res)
     report = export.Report()
-    clips = export.load_clips([res / "clips" / s / "manifest.tsv" for s in srcs],
-                              [res / "filter" / f"{s}.tsv" for s in srcs], report)
-    boxes = export.keyframes(export.load_tracks([res / "tracks" / f"{s}.csv" for s in srcs], clips, report),
-                             clips, report)
+    clips = export.load_clips(inputs["manifests"], inputs["decisions"], report)
+    boxes = export.keyframes(export.load_tracks(inputs["tracks"], clips, report), clips, report)
     from microg4m.formats import labels
 
     valid, problems, dups = export.validate_labels(labels.read_actions(actions), clips, boxes,

@@ -22,6 +22,8 @@ from microg4m.annotate.errors import Refused
 from microg4m.annotate.results import Results
 from microg4m.annotate.store import Store
 from microg4m.formats.manifest import write_manifest
+from microg4m.formats.results_index import ResultsIndex
+from microg4m.formats.unit_plan import write_plan
 from microg4m.formats.decisions import read_screening
 
 REPO = Path(__file__).resolve().parents[1]
@@ -44,38 +46,55 @@ def copies_of(video: Path, size):
     return copy
 
 
-def build_results(root: Path, clip_maker=None, size=(320, 306)) -> Path:
-    """A results folder: source ``dancer`` (real) and ``film`` (movie).
+# the default layout (sources_per_job: auto): one unit of several sources, and its plan
+UNITS = {"batch00000": ["dancer", "film"]}
+PER_SOURCE = {"dancer": ["dancer"], "film": ["film"]}  # sources_per_job: 1
+
+
+def build_results(root: Path, clip_maker=None, size=(320, 306), units=UNITS, plan: bool = True) -> Path:
+    """A results folder: source ``dancer`` (real) and ``film`` (movie), in ``units`` (by
+    default both in unit batch00000, as ``sources_per_job: auto`` makes them), with the
+    unit plan ``units.tsv`` unless ``plan`` is False (a folder of an older run).
 
     Kept: dancer_000 (persons 1, 2), dancer_001, film_000; dancer_002 rejected
     (few_persons); film_001 rejected as screened. ``clip_maker(path)`` writes the mp4s
     of the clips on the page (returns its frame size) when given.
     """
-    for src, ctype, clips in (("dancer", "r", ["dancer_000", "dancer_001", "dancer_002"]),
-                              ("film", "m", ["film_000", "film_001"])):
-        folder = root / "clips" / src
+    clips_of = {"dancer": ("r", ["dancer_000", "dancer_001", "dancer_002"]), "film": ("m", ["film_000", "film_001"])}
+    decisions = {"dancer_002": ("0", "few_persons"), "film_001": ("0", "screened")}
+    for unit, sources in units.items():
+        folder = root / "clips" / unit
         folder.mkdir(parents=True)
         w, h = size
-        for clip in clips:
-            if clip_maker and clip in TRACKS:
-                w, h = clip_maker(folder / f"{clip}.mp4")
-        write_manifest(folder / "manifest.tsv", [
-            dict(clip_id=c, source_id=src, clip_type=ctype, seq=i, start_s=3 * i, frames=90, width=w, height=h,
-                 status="ok", reason="") for i, c in enumerate(clips)])
-        decisions = {"dancer_002": ("0", "few_persons"), "film_001": ("0", "screened")}
+        manifest, decided, rows = [], [], ["video_id,frame_id,person_id,xmin,ymin,xmax,ymax,conf"]
+        for src in sources:
+            ctype, clips = clips_of[src]
+            for i, clip in enumerate(clips):
+                if clip_maker and clip in TRACKS:
+                    w, h = clip_maker(folder / f"{clip}.mp4")
+                manifest.append(dict(clip_id=clip, source_id=src, clip_type=ctype, seq=i, start_s=3 * i, frames=90,
+                                     width=w, height=h, status="ok", reason=""))
+                keep, reason = decisions.get(clip, ("1", "kept"))
+                decided.append(f"{clip}\t1.0000\t\t{keep}\t{reason}\n")
+                if keep == "1":  # the track stage only tracks kept clips
+                    for pid, (first, box) in TRACKS.get(clip, {}).items():
+                        rows += [f"{clip},{f},{pid},{','.join(f'{v:.2f}' for v in box)},0.9000" for f in range(first, 91)]
+        write_manifest(folder / "manifest.tsv", manifest)
         (root / "filter").mkdir(exist_ok=True)
-        (root / "filter" / f"{src}.tsv").write_text("clip_id\tperson_share\tcuts\tkeep\treason\n" + "".join(
-            f"{c}\t1.0000\t\t{decisions.get(c, ('1', 'kept'))[0]}\t{decisions.get(c, ('1', 'kept'))[1]}\n"
-            for c in clips))
-        rows = ["video_id,frame_id,person_id,xmin,ymin,xmax,ymax,conf"]
-        for clip in clips:
-            if clip == "film_001":
-                continue  # the track stage only tracks kept clips
-            for pid, (first, box) in TRACKS.get(clip, {}).items():
-                rows += [f"{clip},{f},{pid},{','.join(f'{v:.2f}' for v in box)},0.9000" for f in range(first, 91)]
+        (root / "filter" / f"{unit}.tsv").write_text("clip_id\tperson_share\tcuts\tkeep\treason\n" + "".join(decided))
         (root / "tracks").mkdir(exist_ok=True)
-        (root / "tracks" / f"{src}.csv").write_text("\n".join(rows) + "\n")
+        (root / "tracks" / f"{unit}.csv").write_text("\n".join(rows) + "\n")
+    if plan:
+        write_plan(root / "units.tsv", units)
     return root
+
+
+def unit_inputs(res: Path) -> dict:
+    """The per-unit inputs of export.run of a results folder, found through the results index."""
+    index = ResultsIndex(res)
+    files = [index.files(u) for u in index.units()]
+    return dict(manifests=[f.manifest for f in files], decisions=[f.decisions for f in files],
+                tracks=[f.final_tracks for f in files])
 
 
 @pytest.fixture
@@ -304,7 +323,7 @@ def test_frames_are_the_clips_frames(client, clip_video, tmp_path):
     other = cv2.imdecode(np.frombuffer(c.get("/clip/dancer_000/frame/1.jpg").data, np.uint8), cv2.IMREAD_COLOR)
     assert np.abs(other.astype(int) - want).mean() > np.abs(got.astype(int) - want).mean()
     assert c.get("/clip/dancer_000.mp4").data == clip_video[0].read_bytes()
-    (tmp_path / "results" / "clips" / "dancer" / "dancer_001.mp4").unlink()
+    ResultsIndex(tmp_path / "results").clip("dancer_001").path.unlink()
     r = c.get("/clip/dancer_001/frame/1.jpg")
     assert r.status_code == 404 and r.get_json()["error"] == "clip file dancer_001.mp4 not found"
 

@@ -27,6 +27,7 @@ from filelock import FileLock
 from conftest import ffmpeg, get_footage
 from microg4m.common import media
 from microg4m.formats.records import RECORD_COLUMNS
+from microg4m.formats.results_index import ResultsIndex
 from microg4m.stages.ledger import COLUMNS as LEDGER_COLUMNS
 from microg4m.formats.manifest import COLUMNS as MANIFEST_COLUMNS
 from microg4m.stages.trim import STATUS_COLUMNS
@@ -266,7 +267,7 @@ def test_damaged_sources_keep_their_good_clips_and_say_why(run, tables, sid, wha
     ok = mf[(mf.source_id == sid) & (mf.status == "ok")]
     assert len(ok) == clips and (ok.frames == "90").all()
     for clip in ok.clip_id:
-        assert media.count_frames(run / "results" / "clips" / _unit(run, sid) / f"{clip}.mp4") == 90
+        assert media.count_frames(ResultsIndex(run / "results").clip(clip).path) == 90
     assert source_row(ledger, sid)["reason"].startswith(what)
 
 
@@ -281,7 +282,7 @@ def test_odd_but_valid_sources_give_exact_clips(run, tables, sid, width, height)
     ok = mf[(mf.source_id == sid) & (mf.status == "ok")]
     assert ok.clip_id.tolist() == [f"{sid}_000"]
     assert (int(ok.width.iloc[0]), int(ok.height.iloc[0])) == (width, height)
-    clip = run / "results" / "clips" / _unit(run, sid) / f"{sid}_000.mp4"
+    clip = ResultsIndex(run / "results").clip(f"{sid}_000").path
     assert media.count_frames(clip) == 90 and media.probe(clip).fps == pytest.approx(30, abs=0.01)
     # every ok clip went on through filter (and track when kept): a decision in the ledger
     row = ledger[ledger.clip_id == f"{sid}_000"].iloc[0]
@@ -313,14 +314,6 @@ def test_nothing_is_written_outside_the_results_folder(run):
                                                   "snakemake.out", ".yolo"}
     assert not outside, outside
     assert not list((run / "results").rglob(".*.tmp*")), "a temporary file survived"
-
-
-def _unit(run: Path, sid: str) -> str:
-    """The job unit (batch folder) that holds a source."""
-    for status in (run / "results" / "clips").glob("*/status.tsv"):
-        if sid in set(pd.read_csv(status, sep="\t", dtype=str).source_id):
-            return status.parent.name
-    raise AssertionError(f"{sid}: no trim status")
 
 
 # --- validation of the sources table: the run stops before any job ----------------------

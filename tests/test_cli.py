@@ -9,7 +9,7 @@ import pytest
 from conftest import ffmpeg, get_footage
 
 STAGES = ["download", "trim", "detect", "scenes", "filter", "motion", "track", "corrections", "track-files", "export",
-          "ledger", "verify", "demo-media", "signatures", "reference-signatures", "duplicates"]
+          "ledger", "verify", "demo-media", "signatures", "reference-signatures", "duplicates", "where"]
 
 
 def cli(*args, check=True):
@@ -79,3 +79,30 @@ def test_signatures_of_two_videos_and_their_pair(tmp_path):
     cli("duplicates", str(tmp_path / "none.tsv"), str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"),
         "--cache", str(tmp_path / "cache2"), "--no-mirror", "--step-s", "0.2")
     assert pd.read_csv(tmp_path / "none.tsv", sep="\t").empty
+
+
+def test_where_names_the_unit_of_a_clip_or_source_and_its_files(tmp_path):
+    """Under sources_per_job: auto a unit holds several sources; a folder of an earlier plan
+    (one source per job) is still there and is not the answer."""
+    import json
+
+    from test_annotate_store import PER_SOURCE, UNITS, build_results
+
+    res = build_results(tmp_path / "results", units=PER_SOURCE, plan=False)
+    build_results(res, units=UNITS)
+    (unit,) = UNITS
+    for name in ("film_000", "film", unit):
+        out = json.loads(subprocess.run([sys.executable, "-m", "microg4m.cli", "where", name], cwd=tmp_path,
+                                        capture_output=True, text=True, check=True).stdout)
+        assert out["unit"] == unit and out["sources"] == UNITS[unit]
+        assert out["files"]["tracks"] == out["files"]["final_tracks"] == f"results/tracks/{unit}.csv"
+        assert out["forcerun"] == f"snakemake --cores all --forcerun results/tracks/{unit}.csv"
+    assert out.get("clip") is None
+    proc = subprocess.run([sys.executable, "-m", "microg4m.cli", "where", "film_000"], cwd=tmp_path,
+                          capture_output=True, text=True, check=True)
+    clip = json.loads(proc.stdout)["clip"]
+    assert clip == {"clip_id": "film_000", "source_id": "film", "trim": "ok", "keep": True, "reason": "kept",
+                    "persons": [1]}
+    assert "results/clips/film: a folder of no unit" in proc.stderr  # the leftover is named
+    bad = cli("where", "nope", "--results", str(res), check=False)
+    assert bad.returncode == 1 and f"'nope' is no clip, source or unit of {res.resolve()}" in bad.stderr

@@ -17,6 +17,7 @@ CASES = sorted(p.parent.name for p in (REPO / ".test").glob("*/config.yaml"))
 
 
 def test_every_case_is_checked():
+    # demo: run once by tests/test_default_path.py, which checks it and every human step on it
     assert CASES == ["bad-inputs", "corrections", "demo"]
 
 
@@ -34,15 +35,6 @@ def run_case(tmp_path: Path, case: str) -> Path:
 
 def ledger(res: Path) -> pd.DataFrame:
     return pd.read_csv(res / "ledger.tsv", sep="\t", dtype=str, keep_default_na=False)
-
-
-def test_demo(tmp_path):
-    res = run_case(tmp_path, "demo")
-    sources = ledger(res).query("level == 'source'").set_index("source_id")
-    assert set(sources.index) == set(pd.read_csv(REPO / "config" / "sources.tsv", sep="\t").source_id)
-    assert sources.at["missing", "status"] == "failed"
-    assert (res / "export" / "ava_format.csv").stat().st_size > 0
-    assert sorted(p.stem for p in (res / "previews").glob("*.png"))
 
 
 def test_bad_inputs(tmp_path):

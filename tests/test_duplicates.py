@@ -25,6 +25,7 @@ from microg4m.formats.manifest import clip_file, read_manifest
 from microg4m.common.media import read_frames
 from microg4m.formats.duplicates import CONTAMINATION_COLUMNS, PAIR_COLUMNS, read_pairs
 from microg4m.formats.signatures import read_signatures
+from microg4m.formats.tracks import COLUMNS as TRACK_COLUMNS
 
 LABEL_MAP = REPO / "annotations" / "label_map.pbtxt"
 ORIGINALS = {"dancer": (5, 9), "pianist": (10, 9), "bikes": (0, 9), "vtest": (20, 12)}  # footage: (start s, length s)
@@ -209,7 +210,7 @@ def export_inputs(results: Path, tmp: Path, labelled: bool = False) -> dict:
             rows += [(r.clip_id, f, 1, 10, 10, r.width - 10, r.height - 10, 0.9) for f in (10, 20, 30)]
             labels.append(f"{r.clip_id},r,1,12")
     tracks = tmp / "tracks.csv"
-    pd.DataFrame(rows, columns=[*export.TRACK_COLUMNS, "conf"]).to_csv(tracks, index=False)
+    pd.DataFrame(rows, columns=TRACK_COLUMNS).to_csv(tracks, index=False)
     inputs = dict(manifests=manifests, decisions=sorted(results.glob("filter/*.tsv")), tracks=[tracks],
                   label_map=LABEL_MAP, duplicate_pairs=results / "duplicates" / "pairs.tsv")
     if labelled:

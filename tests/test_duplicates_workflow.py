@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from conftest import ffmpeg, get_footage
+from microg4m.formats.results_index import ResultsIndex
 from workflow import dry_run_jobs, jobs_ran, make_workdir, set_config, snakemake
 
 pytestmark = pytest.mark.slow
@@ -36,7 +37,9 @@ def run_dir(tmp_path_factory):
            "-c:v", "libx264", "-preset", "veryfast", "-crf", "35", "-pix_fmt", "yuv420p", str(wd / "uploads" / "dancercopy.mp4"))
     proc = snakemake(wd)
     counts = jobs_ran(proc)
-    assert counts["signatures"] == 3 and counts["duplicates"] == 1 and counts["duplicate_sheets"] == 1
+    units = ResultsIndex(wd / "results").units()  # sources_per_job auto: [dancer, pianist], [dancercopy]
+    assert list(units.values()) == [["dancer", "pianist"], ["dancercopy"]]
+    assert counts["signatures"] == len(units) and counts["duplicates"] == 1 and counts["duplicate_sheets"] == 1
     return wd
 
 
@@ -44,11 +47,17 @@ def read_tsv(path):
     return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
 
 
+def kept_of(run_dir, source_id: str) -> list[str]:
+    """The kept clips of a source (its unit's files, found through the results index)."""
+    return [c.clip_id for c in ResultsIndex(run_dir / "results").clips().values()
+            if c.source_id == source_id and c.kept]
+
+
 def test_the_reupload_is_found_and_shares_the_split(run_dir):
     export = run_dir / "results" / "export"
     pairs = read_tsv(export / "duplicates.tsv")
     assert set(zip(pairs.source_a, pairs.source_b)) == {("dancer", "dancercopy")}
-    kept = read_tsv(run_dir / "results" / "filter" / "dancercopy.tsv").query("keep == '1'").clip_id
+    kept = kept_of(run_dir, "dancercopy")
     assert len(kept) >= 2 and set(kept) <= set(pairs.clip_b)
     assert (pairs.mirrored == "True").all() and (pairs.decision == "same split").all()
     same_seq = pairs[pairs.clip_a.str.replace("dancer_", "") == pairs.clip_b.str.replace("dancercopy_", "")]
@@ -82,7 +91,11 @@ def test_a_new_source_reruns_its_stages_and_compares_only_its_clips(run_dir):
     assert dry_run_jobs(run_dir) == expected
     assert jobs_ran(snakemake(run_dir)) == expected
     log = (run_dir / "results" / "logs" / "duplicates.log").read_text()
-    kept = read_tsv(run_dir / "results" / "filter" / "pianistcopy.tsv").query("keep == '1'")
+    # sources_per_job auto: the new source joins the last unit, whose clips are all signed and compared again
+    index = ResultsIndex(run_dir / "results")
+    unit = index.unit_of("pianistcopy")
+    assert index.units()[unit] == ["dancercopy", "pianistcopy"]
+    kept = [c for c in index.clips().values() if c.unit == unit and c.kept]
     assert f"'compared': {len(kept)}," in log and "'files_new_or_changed': 1" in log
     pairs = read_tsv(run_dir / "results" / "export" / "duplicates.tsv")
     assert ("pianist", "pianistcopy") in set(zip(pairs.source_a, pairs.source_b))

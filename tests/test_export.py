@@ -20,6 +20,7 @@ from microg4m.common import media
 from conftest import REPO, get_footage, make_clip
 from test_labels import slowfast_read_labelmap
 from microg4m.formats.frame_lists import FRAME_LIST_HEADER, frame_path
+from microg4m.formats.tracks import COLUMNS as TRACK_COLUMNS
 
 LABEL_MAP = REPO / "annotations" / "label_map.pbtxt"
 TRACK_HEADER = "video_id,frame_id,person_id,xmin,ymin,xmax,ymax,conf"
@@ -95,7 +96,7 @@ def test_keyframe_median_ties_earliest_and_box_format():
     rows += [("a_000", f, 2, 100 + f, 50, 300 + f, 490) for f in (10, 20, 30, 40)]  # median 25: tie 20/30 -> 20
     rows += [("a_000", 7, 3, -12.5, -3, 530, 600)]  # outside the frame -> clamped
     rows += [("a_000", 9, 4, 700, 10, 800, 20)]  # entirely right of the frame -> empty box
-    t = pd.DataFrame(rows, columns=export.TRACK_COLUMNS)
+    t = pd.DataFrame(rows, columns=TRACK_COLUMNS[:-1])  # no conf: keyframes do not read it
     rep = export.Report()
     kf = export.keyframes(t, clips, rep)
     assert kf["frame_stamp"].tolist() == [41, 20, 7]

@@ -27,7 +27,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from workflow import REPO, SNAKEMAKE, make_workdir, snakemake
+from microg4m.formats.results_index import ResultsIndex
+from workflow import REPO, SNAKEMAKE, make_workdir, on_slots, snakemake
 
 SOURCES = "source_id\turl\tclip_type\n" + "".join(
     f"{s}\tresources/demo/{s}.mp4\tr\n" for s in ("dancer", "pianist", "zidane"))
@@ -84,7 +85,7 @@ def run_and_kill(wd: Path, i: int, rule: str, event: str, pattern: str, *args: s
     name = wd / f"run_killed_{i}_{rule}.log"  # the log of the run with kill point i
     with open(name, "w") as log:
         proc = subprocess.Popen(_cmd(wd, "--until", rule, *args), stdout=log, stderr=subprocess.STDOUT,
-                                env=_env(wd, event, pattern, mark), start_new_session=True)
+                                env=_env(wd, event, pattern, mark), start_new_session=True, preexec_fn=on_slots)
         deadline = time.monotonic() + timeout
         try:
             while proc.poll() is None and time.monotonic() < deadline and not mark.exists():
@@ -256,12 +257,17 @@ def test_downloads_run_again_over_their_own_files_keep_the_first_record(runs):
     """The download jobs killed after their video was in place ran again and found it: their
     status tables still hold the first run's facts (title, attempts), not 'already downloaded'."""
     ref, wd, kills, final = runs
-    for src in ("dancer", "pianist", "zidane"):
-        table = (wd / "results" / "download" / f"{src}.tsv").read_text()
-        assert table == (ref / "results" / "download" / f"{src}.tsv").read_text()
-        assert "already downloaded" not in table and f"\t{src}\t" in table  # yt-dlp's title of the file
+    index = ResultsIndex(wd / "results")  # sources_per_job auto: a download table per unit of sources
+    units = index.units()
+    assert sorted(s for sources in units.values() for s in sources) == ["dancer", "pianist", "zidane"]
+    for unit, sources in units.items():
+        table = index.files(unit).download.read_text()
+        assert table == ResultsIndex(ref / "results").files(unit).download.read_text()
+        assert "already downloaded" not in table
+        assert all(f"\t{src}\t" in table for src in sources)  # yt-dlp's title of each file
     assert sorted(p.name for p in (wd / "results" / "download").iterdir()) == sorted(
-        f"{s}.{ext}" for s in ("dancer", "pianist", "zidane") for ext in ("mp4", "record.json", "tsv"))
+        [f"{s}.{ext}" for s in ("dancer", "pianist", "zidane") for ext in ("mp4", "record.json")]
+        + [f"{u}.tsv" for u in units])
 
 
 def test_every_other_output_is_identical_too(runs):

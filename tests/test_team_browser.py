@@ -17,7 +17,7 @@ from microg4m.annotate.team.server import create_app
 
 from team_setup import HEADER, SCREENING_HEADER, history_rows, make_project, password, serving
 from test_annotate_browser import ARGS, BGR, CHROMIUM, near
-from test_annotate_store import LABEL_MAP, clip_video, copies_of  # noqa: F401  (fixture)
+from test_annotate_store import LABEL_MAP, clip_video, copies_of, unit_inputs  # noqa: F401  (fixture)
 from microg4m.formats.decisions import read_screening
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -181,11 +181,7 @@ def test_two_annotators_an_adjudicator_and_the_export(team):
 
     # the export stage (what the workflow's export rule runs) reads the final labels
     res = Path(project.settings.results)
-    srcs = ["dancer", "film"]
-    summary = export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
-                         decisions=[res / "filter" / f"{s}.tsv" for s in srcs],
-                         tracks=[res / "tracks" / f"{s}.csv" for s in srcs],
-                         out_dir=tmp / "export", actions=actions, label_map=LABEL_MAP)
+    summary = export.run(**unit_inputs(res), out_dir=tmp / "export", actions=actions, label_map=LABEL_MAP)
     assert summary["label_rows"] == 4 and summary["label_problems"] == 0
     rows = [ln.split(",") for ln in (tmp / "export" / "ava_format.csv").read_text().splitlines()]
     assert sorted((r[0], int(r[7]), int(r[6])) for r in rows) == [

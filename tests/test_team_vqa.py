@@ -20,9 +20,11 @@ from microg4m.vqa import export as vqa_export
 from microg4m.annotate.team import assign, text_agreement, vqa_review
 from microg4m.annotate.team.db import CHANGES, FINAL, SCHEMA, connect
 from microg4m.annotate.team.server import create_app
+from microg4m.formats.results_index import ResultsIndex
 from microg4m.vqa.rules import UNANSWERABLE, pair_warnings
 
 from team_setup import Client, history_rows, make_project, serving
+from test_annotate_store import unit_inputs
 from test_vqa_review import RELEASED_SCHEMA
 
 DRAFT_CAPTION = "A dancer in a black shirt stands in front of a blue wall and raises both arms."
@@ -39,8 +41,10 @@ def write_drafts(results: Path) -> None:
     recs = [{"video_id": c, "status": "ok", "reason": "", "caption": DRAFT_CAPTION, "qa_pairs": DRAFT_PAIRS,
              "model": "stub/vlm", "prompt_hash": "0123456789abcdef", "time": "2026-01-01T00:00:00+00:00"}
             for c in ("dancer_000", "dancer_001")]
-    (results / "vqa_drafts").mkdir(exist_ok=True)
-    (results / "vqa_drafts" / "dancer.json").write_text(json.dumps({"clips": recs}))
+    index = ResultsIndex(results)
+    drafts = index.files(index.unit_of("dancer")).vqa_drafts
+    drafts.parent.mkdir(exist_ok=True)
+    drafts.write_text(json.dumps({"clips": recs}))
 
 
 def pairs(*edits) -> list[dict]:
@@ -202,9 +206,8 @@ def test_reviewers_start_from_the_draft_and_agreeing_versions_become_final_at_on
     # the export reads exactly the final text, in the released schema
     res = Path(project.settings.results)
     out_dir = res.parent / "vqa"
-    srcs = ("dancer", "film")
-    summary = vqa_export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
-                             decisions=[res / "filter" / f"{s}.tsv" for s in srcs], reviews=project.reviews.path,
+    inputs = unit_inputs(res)
+    summary = vqa_export.run(manifests=inputs["manifests"], decisions=inputs["decisions"], reviews=project.reviews.path,
                              out_dir=out_dir)
     exported = json.loads((out_dir / "vqa_and_captioning.json").read_text())
     jsonschema.validate(exported, RELEASED_SCHEMA)

@@ -23,7 +23,7 @@ from microg4m.annotate.team.server import create_app
 
 from team_setup import history_rows, make_project, serving
 from test_annotate_browser import ARGS, CHROMIUM
-from test_annotate_store import clip_video, copies_of  # noqa: F401  (fixture)
+from test_annotate_store import clip_video, copies_of, unit_inputs  # noqa: F401  (fixture)
 from test_team_browser import login, wait_text
 from test_vqa_browser import MODEL, draft
 from test_vqa_review import RELEASED_SCHEMA
@@ -153,9 +153,8 @@ def test_two_reviewers_edit_differently_and_the_adjudicator_merges(team):
     assert (entry["caption"], entry["qa_pairs"], entry["reviewer"]) == (merged["caption"], merged["qa_pairs"], "judy")
     # the export stage (what the workflow's vqa_export rule runs) writes exactly the merged version
     res = Path(project.settings.results)
-    srcs = ["dancer", "film"]
-    summary = vqa_export.run(manifests=[res / "clips" / s / "manifest.tsv" for s in srcs],
-                             decisions=[res / "filter" / f"{s}.tsv" for s in srcs], reviews=project.reviews.path,
+    inputs = unit_inputs(res)
+    summary = vqa_export.run(manifests=inputs["manifests"], decisions=inputs["decisions"], reviews=project.reviews.path,
                              out_dir=tmp / "vqa")
     out = json.loads((tmp / "vqa" / "vqa_and_captioning.json").read_text(encoding="utf-8"))
     jsonschema.validate(out, RELEASED_SCHEMA)

@@ -2,12 +2,11 @@
 under ``auto`` for 10 and for 10^4 sources."""
 
 import math
-import os
 
 import pytest
 
 from microg4m.common.units import AUTO_MAX, make_units, per_job
-from workflow import dry_run_jobs, make_workdir
+from workflow import dry_run_jobs, make_workdir, slots
 
 # the stages that run one job per unit; the others run once
 PER_UNIT = ["download", "trim", "scenes", "detect", "filter", "motion", "track", "frames", "track_files",
@@ -37,8 +36,8 @@ def test_units_are_runs_of_consecutive_sources_and_appending_keeps_the_earlier_o
 
 
 def planned_units(n_sources: int) -> int:
-    """Units ``auto`` gives on this machine: its CPUs are the slots (not --cores)."""
-    per = min(AUTO_MAX, math.ceil(n_sources / len(os.sched_getaffinity(0))))
+    """Units ``auto`` gives to the tests' Snakemake: its CPUs are the slots (not --cores)."""
+    per = min(AUTO_MAX, math.ceil(n_sources / slots()))
     return math.ceil(n_sources / per)
 
 
@@ -51,7 +50,7 @@ def test_auto_dry_run_plans_one_job_per_unit_and_stage(tmp_path, n_sources):
     expected = {**{stage: units for stage in PER_UNIT}, **ONCE}
     assert dry_run_jobs(wd) == expected
     # on the 2-CPU test machine: 2 units (27 jobs) for 10 sources, 200 units (2,007 jobs) for 10^4
-    if len(os.sched_getaffinity(0)) == 2:
+    if slots() == 2:
         assert sum(expected.values()) == {10: 27, 10_000: 2007}[n_sources]
     if n_sources == 10:  # --cores does not re-plan the units, so a re-run keeps every result
         assert dry_run_jobs(wd, "--cores", "1") == expected

@@ -14,6 +14,7 @@ import threading
 
 import pytest
 
+from microg4m.formats.results_index import ResultsIndex
 from microg4m.vqa import draft as vqa_draft
 from test_annotate_browser import ARGS, CHROMIUM
 from test_annotate_store import clip_video, make_app  # noqa: F401  (fixture)
@@ -25,9 +26,9 @@ MODEL = "stub/vlm"
 
 
 def draft(res, stub):
-    for unit in ("dancer", "film"):
-        vqa_draft.run(res / "clips" / unit / "manifest.tsv", res / "filter" / f"{unit}.tsv",
-                      res / "vqa_drafts" / f"{unit}.json", url=stub.url, model=MODEL, frames=2, frame_size=128,
+    index = ResultsIndex(res)
+    for files in map(index.files, index.units()):
+        vqa_draft.run(files.manifest, files.decisions, files.vqa_drafts, url=stub.url, model=MODEL, frames=2, frame_size=128,
                       caption_prompt="Clip: $video_id", qa_prompt="Clip: $video_id. $caption", retries=1,
                       backoff_seconds=0, timeout_seconds=5)
 

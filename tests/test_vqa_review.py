@@ -14,6 +14,7 @@ import pytest
 
 from microg4m.vqa import rules as vqa, export as vqa_export
 from microg4m.formats.manifest import write_manifest
+from microg4m.formats.results_index import ResultsIndex
 from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, VQAError
 from microg4m.vqa.rank import MalformedReply, parse_candidates, refine
 from test_annotate_store import clip_video, make_app  # noqa: F401  (fixture)
@@ -127,11 +128,14 @@ def save(c, clip="dancer_000", base=None, **body):
     return c.post("/api/vqa", json=doc)
 
 
-def write_drafts(res: Path, caption: str, time: str) -> None:
+def write_drafts(res: Path, caption: str, time: str, unit: str | None = None) -> None:
+    """The drafts of dancer_000, in the drafts file of its unit (or of ``unit``)."""
     rec = {"video_id": "dancer_000", "status": "ok", "reason": "", "caption": caption, "qa_pairs": pairs(6, 1),
            "model": "m", "prompt_hash": "abc", "time": time}
-    (res / "vqa_drafts").mkdir(exist_ok=True)
-    (res / "vqa_drafts" / "dancer.json").write_text(json.dumps({"clips": [rec]}))
+    index = ResultsIndex(res)
+    path = index.files(unit or index.clip("dancer_000").unit).vqa_drafts
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps({"clips": [rec]}))
 
 
 def test_save_reload_and_the_rules_on_the_server(api):
@@ -168,6 +172,8 @@ def test_save_reload_and_the_rules_on_the_server(api):
 
 def test_a_draft_never_overwrites_a_persons_edit(api):
     c, res, reviews = api
+    write_drafts(res, "A stale draft.", "2025-01-01T00:00:00Z", unit="dancer")  # of an earlier plan: not read
+    assert c.get("/api/vqa/dancer_000").get_json()["draft"] is None
     write_drafts(res, "A draft caption from the model.", "2026-01-01T00:00:00Z")
     got = c.get("/api/vqa/dancer_000").get_json()
     assert got["entry"] is None and got["draft"]["caption"] == "A draft caption from the model."

@@ -13,15 +13,27 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+# sources_per_job: auto fills the CPUs Snakemake may use (rules/common.smk, job_slots). The
+# tests' Snakemake runs on at most SLOTS of them, so that auto plans the same units of
+# several sources on every machine as on the 2-CPU CI machine.
+SLOTS = 2
+
+
+def slots() -> int:
+    """The CPUs the tests' Snakemake plans its units for."""
+    return min(SLOTS, len(os.sched_getaffinity(0)))
+
+
+def on_slots() -> None:  # runs in the Snakemake child before it starts
+    os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:SLOTS])
 
 
 def make_workdir(tmp: Path, sources: str | None = None, config: dict | None = None) -> Path:
-    """A working directory with the repository's config, annotations and the given sources."""
+    """A working directory with the repository's config (the defaults: ``sources_per_job:
+    auto``, units of several sources) with ``config`` merged in, its annotations and the
+    given sources. One source per job is an extra case: ``config={"sources_per_job": 1}``."""
     (tmp / "config").mkdir(parents=True, exist_ok=True)
     cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    # one job per source, so that the tests find each source's files under its own name;
-    # sources_per_job: auto is run by test_workflow_demo and test_units
-    cfg["sources_per_job"] = 1
     for key, value in (config or {}).items():
         if isinstance(value, dict):
             cfg.setdefault(key, {}).update(value)
@@ -47,7 +59,7 @@ def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 1500
     env = dict(os.environ, YOLO_OFFLINE="1")
     env.setdefault("YOLO_CONFIG_DIR", str(workdir / ".yolo"))
     cmd = [*SNAKEMAKE, "-s", str(REPO / "workflow" / "Snakefile"), "-d", str(workdir), "--cores", "2", *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, preexec_fn=on_slots)
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
     return proc

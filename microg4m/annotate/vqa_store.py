@@ -36,7 +36,9 @@ def now() -> str:
 
 
 class Drafts:
-    """Clip id -> draft record from results/vqa_drafts/*.json, re-read when a file changed."""
+    """Clip id -> draft record from the drafts of the current units (``vqa_drafts/{unit}.json``,
+    found through the results index: a draft file of an earlier plan is not read), re-read
+    when a file changed."""
 
     def __init__(self, results: Results):
         self.results = results
@@ -44,8 +46,9 @@ class Drafts:
         self._drafts: tuple[tuple, dict] = ((), {})
 
     def __call__(self) -> dict[str, dict]:
-        files = sorted((self.results.root / "vqa_drafts").glob("*.json"))
-        stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files if p.is_file())
+        index = self.results.index
+        files = [f for f in (index.files(u).vqa_drafts for u in index.units()) if f.is_file()]
+        stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
         with self._lock:
             if stamp != self._drafts[0]:
                 self._drafts = (stamp, read_drafts(files))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from microg4m.common.atomic import write_tsv
-from microg4m.formats.decisions import read_decisions
+from microg4m.formats.decisions import kept_ids, read_decisions
 from microg4m.formats.manifest import read_manifest
 
 
@@ -29,6 +29,14 @@ class Report:
 
     def write(self, path: Path) -> None:
         write_tsv(path, pd.DataFrame(sorted(self.rows), columns=["input", "item", "problem"]))
+
+
+def kept_clips(manifest: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
+    """The manifest rows of one unit's clips that trim accepted and the filter kept,
+    indexed by clip id (the column stays) in clip-id order."""
+    keep = set(kept_ids(decisions))
+    ok = manifest[(manifest["status"] == "ok") & manifest["clip_id"].isin(keep)]
+    return ok.set_index("clip_id", drop=False).sort_index()
 
 
 def load_clips(manifests, decisions, report: Report) -> pd.DataFrame:

@@ -7,10 +7,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-import pandas as pd
-
 from microg4m.common.atomic import write_text
-from microg4m.formats.decisions import kept_ids
 
 
 FRAME_TMPL = "{clip}_{n:06d}.jpg"
@@ -22,13 +19,6 @@ FRAME_LIST_HEADER = "original_video_id video_id frame_id path labels"
 def frame_path(clip: str, n: int) -> str:
     """Frame ``n`` (1-based) of ``clip``, relative to the frames folder."""
     return f"{clip}/{FRAME_TMPL.format(clip=clip, n=n)}"
-
-
-def kept_clips(manifest: pd.DataFrame, decisions: pd.DataFrame) -> pd.DataFrame:
-    """Manifest rows of the clips that trim accepted and the filter kept."""
-    keep = set(kept_ids(decisions))
-    ok = manifest[(manifest["status"] == "ok") & manifest["clip_id"].isin(keep)]
-    return ok.sort_values("clip_id").reset_index(drop=True)
 
 
 def write_frame_lists(

@@ -1,4 +1,5 @@
-"""The per-source clip manifest written by trim and read by every later stage."""
+"""The clip manifest of a unit (``clips/{unit}/manifest.tsv``), written by trim and read by every
+later stage; the results index (results_index.py) reads every unit's."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def ok_clips(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def clip_file(manifest_path: str | os.PathLike, clip: str) -> Path:
-    """Clips live next to their manifest: ``clips/{src}/{clip_id}.mp4``."""
+    """Clips live next to their manifest: ``clips/{unit}/{clip_id}.mp4``."""
     return Path(manifest_path).parent / f"{clip}.mp4"
 
 

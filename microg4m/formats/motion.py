@@ -11,7 +11,7 @@ COLUMNS = ["clip_id", "score", "score_norm", "level"]
 
 
 def read_motion(path: str | os.PathLike) -> dict[str, str]:
-    """clip_id -> level from a ``motion/{src}.tsv``."""
+    """clip_id -> level from a ``motion/{unit}.tsv``."""
     df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
     missing = set(COLUMNS) - set(df.columns)
     if missing:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from microg4m.formats.detections import PERSON
+
 EPS = 1e-9  # 54/90 must count as >= 0.6 whatever the float rounding
-PERSON = 0
 
 
 def too_few(person_frames: int, frames: int, min_person_share: float) -> bool:

@@ -32,11 +32,11 @@ from microg4m.common.atomic import atomic_path, write_text, write_tsv
 from microg4m.formats.clips import Report, load_clips
 from microg4m.formats.labels import MAX_ACTIONS
 from microg4m.formats.frame_lists import write_frame_lists
+from microg4m.formats.tracks import BOX, read_tracks
+from microg4m.formats.tracks import COLUMNS as TRACK_COLUMNS
 
 AVA_HEADER = "video_id,frame_stamp,xmin,ymin,xmax,ymax,action_id,person_id"
 BOXES_HEADER = "video_id,frame_stamp,xmin,ymin,xmax,ymax,person_id"
-TRACK_COLUMNS = ["video_id", "frame_id", "person_id", "xmin", "ymin", "xmax", "ymax"]
-BOX = ["xmin", "ymin", "xmax", "ymax"]
 SPLIT_FILES = {"train": "ava_train.csv", "val": "ava_val_gt.csv", "test": "ava_test_gt.csv"}
 LABEL_OUTPUTS = [
     "ava_format_with_header.csv",
@@ -59,28 +59,10 @@ def load_tracks(tracks, clips: pd.DataFrame, report: Report) -> pd.DataFrame:
     parts = []
     for path in sorted(map(str, tracks)):
         try:
-            df = pd.read_csv(path, dtype={"video_id": str}, keep_default_na=False)
-        except (OSError, ValueError, pd.errors.ParserError) as exc:
-            report.add(path, "", f"unreadable tracks ({type(exc).__name__}: {exc})")
+            df = read_tracks(path, on_problem=lambda message, path=path: report.add(path, "", message))
+        except ValueError as exc:
+            report.add(path, "", str(exc).removeprefix(f"{path}: "))
             continue
-        missing = [c for c in TRACK_COLUMNS if c not in df.columns]
-        if missing:
-            report.add(path, "", f"missing column(s) {', '.join(missing)}")
-            continue
-        df = df[TRACK_COLUMNS].assign(conf=df["conf"] if "conf" in df.columns else 1.0)
-        for c in TRACK_COLUMNS[1:]:
-            df[c] = pd.to_numeric(df[c], errors="coerce")
-        df["conf"] = pd.to_numeric(df["conf"], errors="coerce").fillna(1.0)  # only the proposals' score uses it
-        ints = df["frame_id"].notna() & df["person_id"].notna()
-        ints &= (df["frame_id"] % 1 == 0) & (df["person_id"] % 1 == 0) & (df["frame_id"] >= 1) & (df["person_id"] >= 1)
-        ok = ints & df[BOX].notna().all(axis=1)
-        if (~ok).any():
-            report.add(
-                path,
-                "",
-                f"{int((~ok).sum())} row(s) with a missing or non-numeric value or a bad frame/person id; ignored",
-            )
-        df = df[ok].astype({"frame_id": int, "person_id": int})
         for clip, n in df.groupby("video_id").size().items():
             if clip not in clips.index:
                 report.add(path, clip, f"{n} track row(s) of a clip in no manifest; ignored")
@@ -94,7 +76,7 @@ def load_tracks(tracks, clips: pd.DataFrame, report: Report) -> pd.DataFrame:
             report.add(path, clip, f"{n} track row(s) beyond the clip's last frame; ignored")
         parts.append(df[~over])
     cols = {c: (str if c == "video_id" else int if c in ("frame_id", "person_id") else float) for c in TRACK_COLUMNS}
-    empty = pd.DataFrame(columns=[*TRACK_COLUMNS, "conf"]).astype(cols | {"conf": float})
+    empty = pd.DataFrame(columns=TRACK_COLUMNS).astype(cols)
     t = pd.concat(parts, ignore_index=True) if parts else empty
     dup = t.duplicated(["video_id", "person_id", "frame_id"])
     for (clip, pid), n in t[dup].groupby(["video_id", "person_id"]).size().items():

@@ -31,7 +31,8 @@ from microg4m.common.atomic import write_tsv
 from microg4m.formats.decisions import read_decisions
 from microg4m.formats.manifest import clip_file, read_manifest
 from microg4m.common.media import MediaError, run_ffmpeg
-from microg4m.formats.frame_lists import FRAME_TMPL, kept_clips
+from microg4m.formats.clips import kept_clips
+from microg4m.formats.frame_lists import FRAME_TMPL
 
 MMACTION2_TMPL = "img_{:05}.jpg"  # mmaction2's AVADataset default filename_tmpl
 DONE_COLUMNS = ["clip_id", "frames", "status", "reason"]
@@ -96,9 +97,9 @@ def run(
     *,
     jpeg_quality: int = 2,
 ) -> pd.DataFrame:
-    """Extract the frames of every kept clip of one source.
+    """Extract the frames of every kept clip of one unit.
 
-    Writes the done list ``done`` (default ``<out_dir>/<source>.tsv``, source = the
+    Writes the done list ``done`` (default ``<out_dir>/<unit>.tsv``, unit = the
     manifest's folder name): ``clip_id, frames, status (ok/failed), reason``. A clip that
     fails is recorded with the reason and the others go on.
     """

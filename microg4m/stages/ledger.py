@@ -16,6 +16,7 @@ from microg4m.common.atomic import write_tsv
 from microg4m.formats.records import read_records
 from microg4m.formats.manifest import read_manifest
 from microg4m.formats.records import records_frame
+from microg4m.formats.tracks import read_tracks
 
 COLUMNS = ["level", "source_id", "clip_id", "download", "trim", "filter", "track", "status", "reason",
            "reason_class", "advice"]
@@ -32,7 +33,7 @@ def build(downloads, trims, manifests, decisions, tracks) -> pd.DataFrame:
         trim = _read_tsv(tr).set_index("source_id")
         clips = read_manifest(mf)
         dec = _read_tsv(dc).set_index("clip_id")
-        persons = pd.read_csv(tk, dtype={"video_id": str}).groupby("video_id")["person_id"].nunique()
+        persons = read_tracks(tk).groupby("video_id")["person_id"].nunique()
         for rec in read_records(dl):
             src = rec["source_id"]
             ok = rec["status"] == "ok"

@@ -102,7 +102,7 @@ def clip_motion(path: str | os.PathLike, frames: int = 30) -> Motion:
 def run(manifest: str | os.PathLike, out: str | os.PathLike, *, method: str = "reference",
         frames: int = 30, high_threshold: float = 95.0,
         normalized_high_threshold: float = 0.01) -> pd.DataFrame:
-    """Score every ok clip of a source's manifest; write ``motion/{src}.tsv`` (``out``)."""
+    """Score every ok clip of a unit's manifest; write ``motion/{unit}.tsv`` (``out``)."""
     if method not in METHODS:
         raise ValueError(f"motion method must be one of {METHODS}, got {method!r}")
     rows = []

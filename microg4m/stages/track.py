@@ -41,16 +41,16 @@ from microg4m.formats import manifest as mf
 from microg4m.engines import tracker as bot
 from microg4m.common.atomic import write_csv
 from microg4m.formats.decisions import kept_ids, read_decisions
+from microg4m.formats.detections import PERSON
 from microg4m.common.media import iter_frames
 from microg4m.formats.motion import read_motion
+from microg4m.formats.tracks import COLUMNS
 from microg4m.common.progress import progress
 from microg4m.engines.model import passive_openmp
 
-COLUMNS = ["video_id", "frame_id", "person_id", "xmin", "ymin", "xmax", "ymax", "conf"]
 BOX_MODES = ("hold", "interpolate")
 PERSON_IDS = ("reference", "contiguous")
 PIXELS = ("integer", "subpixel")
-PERSON = 0
 LOW_MOTION = {"interval": 5, "min_detections": 3, "min_area": 0.10}
 HIGH_MOTION = {"interval": 3, "min_detections": 2, "min_area": 0.20}
 
@@ -233,7 +233,7 @@ def run(manifest, detections, decisions, motion, out, *, tracker: str = "ultraly
         record_conf: float = 0.55, closeup_area: float = 0.5, low_motion: Mapping = LOW_MOTION,
         high_motion: Mapping = HIGH_MOTION, botsort: Mapping | None = None, reid_weights=None,
         device: str = "cpu", previews_dir=None, contact_sheet=None) -> pd.DataFrame:
-    """Track the kept clips of one source; write ``tracks/{src}.csv`` (``out``) and previews."""
+    """Track the kept clips of one unit; write ``tracks/{unit}.csv`` (``out``) and previews."""
     passive_openmp()  # before torch loads
     from microg4m.report import preview
 

@@ -7,7 +7,7 @@ any recorded person (so a missed person can be added in CVAT):
 * ``mot/{unit}/{clip}.txt``: ``frame,id,left,top,width,height,conf,-1,-1,-1`` per box,
   frames 1-based, sorted by frame and id (MOTChallenge's result format; pixels, 2 decimals).
 * ``cvat/{unit}/{clip}.xml``: see :mod:`microg4m.formats.cvat`; upload it into a CVAT task made
-  from ``clips/{src}/{clip}.mp4`` (docs/cvat.md).
+  from ``clips/{unit}/{clip}.mp4`` (docs/cvat.md; ``microg4m where CLIP`` names them).
 """
 
 from __future__ import annotations
@@ -15,21 +15,13 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pandas as pd
-
 from microg4m.formats import cvat
 from microg4m.common.atomic import write_text
-from microg4m.formats.decisions import kept_ids, read_decisions
+from microg4m.formats.clips import kept_clips
+from microg4m.formats.decisions import read_decisions
 from microg4m.formats.manifest import read_manifest
 from microg4m.common.progress import progress
 from microg4m.formats.tracks import mot_text, read_tracks
-
-def kept_clips(manifest, decisions) -> pd.DataFrame:
-    """Manifest rows (indexed by clip id) of the clips trim accepted and the filter kept."""
-    m = read_manifest(manifest)
-    keep = set(kept_ids(read_decisions(decisions)))
-    return m[(m["status"] == "ok") & m["clip_id"].isin(keep)].set_index("clip_id", drop=False).sort_index()
-
 
 def _fresh_dir(path: Path) -> None:
     if path.exists():
@@ -39,7 +31,7 @@ def _fresh_dir(path: Path) -> None:
 
 def run(manifest, decisions, tracks, mot_dir, cvat_dir) -> int:
     """Write both files for every kept clip of one unit; return the number of clips."""
-    clips = kept_clips(manifest, decisions)
+    clips = kept_clips(read_manifest(manifest), read_decisions(decisions))
     t = read_tracks(tracks)
     mot_dir, cvat_dir = Path(mot_dir), Path(cvat_dir)
     _fresh_dir(mot_dir)

@@ -35,7 +35,7 @@ from pathlib import Path
 from microg4m.common.atomic import write_text
 from microg4m.formats.records import read_records
 from microg4m.formats.decisions import read_decisions
-from microg4m.formats.frame_lists import kept_clips
+from microg4m.formats.clips import kept_clips
 from microg4m.formats.manifest import clip_file, read_manifest
 from microg4m.vqa.vlm import DraftFailed, Endpoint, sample_frames
 from microg4m.vqa.rules import MAX_PAIRS, one_line
