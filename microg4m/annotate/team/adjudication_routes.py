@@ -10,9 +10,10 @@ from flask import Flask, g, jsonify, render_template
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
 from ..api import clip_boxes, palette_rgb
 from ..errors import Refused
+from ..store import check_reason
 from . import assign, decisions, history, report
 from .db import FINAL
-from .decisions import Snapshot, check_action, check_person, check_reason
+from .decisions import Snapshot, check_action, check_person
 
 MAX_NOTE = 1000
 

@@ -11,8 +11,9 @@ from flask import Flask, g, jsonify, redirect, render_template, request
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
 from ..api import clip_boxes, clip_state, palette_rgb
 from ..errors import Refused
+from ..store import check_reason
 from . import assign, decisions
-from .decisions import Snapshot, check_action, check_person, check_reason
+from .decisions import Snapshot, check_action, check_person
 
 
 def install(app: Flask, project, ctx) -> None:

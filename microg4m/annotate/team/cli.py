@@ -78,6 +78,9 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
         conn.close()
     if not any(u["active"] for u in users):
         print("warning: no active account yet; add one with: microg4m team user add NAME", file=sys.stderr)
+    if started["files_error"]:
+        print(f"warning: {started['files_error']}; serving, but until the files can be written every change "
+              f"that would change the final labels is refused (503, nothing saved)", file=sys.stderr)
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:
@@ -92,9 +95,11 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
         f"{started['assigned']} clips newly assigned, {server_settings.threads} threads "
         f"(Ctrl-C or SIGTERM to stop)", flush=True))
     done = project.finish()
+    files = (f"files in step ({len(done['written'])} rewritten)" if not done["files_error"]
+             else f"files NOT in step: {done['files_error']}")
     print(f"microg4m team: stopped cleanly: {stop['finished']} of {stop['in_flight']} requests in flight "
           f"finished ({stop['abandoned']} abandoned after {server_settings.shutdown_timeout:g} s), "
-          f"database closed, files in step ({len(done['written'])} rewritten)", file=sys.stderr, flush=True)
+          f"database closed, {files}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace):
@@ -132,6 +137,9 @@ def run(args: argparse.Namespace):
             return None
         if args.team_command == "rebuild":
             out = project.rebuild(conn, check=args.check)
+            if args.check and out["unwritable"]:
+                raise ValueError(f"{len(out['unwritable'])} values in the database hold text no file can take "
+                                 f"(first: {out['unwritable'][0]}); run: microg4m team rebuild (it mends them)")
             if args.check and out["differ"]:
                 raise ValueError(f"differ from the history: {', '.join(out['differ'])} (run: microg4m team rebuild)")
             return out

@@ -19,6 +19,7 @@ SCHEMA_VERSION = "2"  # 2: the kinds of the captions and QA pairs (vqa_review.py
 FINAL = "@final"  # the layer of the final labels (annotator names cannot contain '@')
 AUTO = "@auto"  # who: the server, when all annotators of a clip agree
 IMPORT = "@import"  # who: labels found in the workflow's files when team mode started
+REPAIR = "@repair"  # who: microg4m team rebuild, mending text no file can take (history.repair)
 
 CHANGES = """
 -- The history: one row per change of one value, never updated or deleted.

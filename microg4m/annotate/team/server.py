@@ -30,6 +30,7 @@ from ..errors import Refused
 from ..guard import install as install_guard
 from . import accounts, adjudication_routes, annotator_routes, assign, vqa_routes
 from .db import FINAL, transaction
+from .files import FilesError
 from .project import Project
 
 ANNOTATE = Path(__file__).resolve().parent.parent  # templates/ and static/ of the annotation page
@@ -147,14 +148,18 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
 
     def write(fn, sync=None, kinds: tuple = ()):
         """Run ``fn(conn)`` in one transaction; if it changed a final row (of ``kinds``, when
-        given), bring the files in step: ``sync(conn)``, by default the label files."""
+        given), bring the files in step in the same transaction: ``sync(conn)``, by default
+        the label files. A file that cannot be written rolls the change back (503)."""
         c = conn()
-        with transaction(c):
-            out, seqs = fn(c)
-        of_kind = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
-        final = f"SELECT 1 FROM changes WHERE layer = ?{of_kind} AND seq IN ({','.join('?' * len(seqs))})"
-        if seqs and c.execute(final, (FINAL, *kinds, *seqs)).fetchone():
-            (sync or project.files.sync)(c)
+        try:
+            with transaction(c):
+                out, seqs = fn(c)
+                of_kind = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+                final = f"SELECT 1 FROM changes WHERE layer = ?{of_kind} AND seq IN ({','.join('?' * len(seqs))})"
+                if seqs and c.execute(final, (FINAL, *kinds, *seqs)).fetchone():
+                    (sync or project.files.sync)(c)
+        except FilesError as exc:
+            raise Refused(503, f"not saved (nothing was changed): {exc}") from None
         return out, seqs
 
     # ------------------------------------------------------------ frames (annotators: their queue only)
