@@ -264,8 +264,8 @@ def test_an_annotator_changes_only_their_own_layer(served):
     project, users, mine, _ = served
     alice = users["alice"]
     status, out, _ = alice.post("/api/actions", body(mine, action=14))
-    assert status == 200 and out["actions"] == [14] and len(out["seq"]) == 1
-    row = [r for r in history_rows(project) if r["seq"] == out["seq"][0]][0]
+    assert status == 200 and out["actions"] == [14] and out["change"] == 1  # alice's first change
+    row = [r for r in history_rows(project) if r["layer"] == "alice"][0]
     assert (row["who"], row["layer"], row["clip_id"], row["person_id"], row["before"], row["after"]) == (
         "alice", "alice", mine, 1, None, "[14]")
     assert alice.request("GET", f"/api/clips/{mine}")[1]["actions"]["1"] == [14]

@@ -83,6 +83,16 @@ def current(conn: sqlite3.Connection, layer: str | None = None, clip_id: str | N
             for r in conn.execute(sql, args)}
 
 
+def ordinal(conn: sqlite3.Connection, layer: str, seq: int | None) -> int | None:
+    """The number of the row ``seq`` among the rows of ``layer`` (1 for its first change):
+    what an annotator is told of their own change. A global seq would not do: the gaps
+    between one's own seqs count the rows others wrote in between, the final labels
+    included, and so tell whether the co-annotators chose the same."""
+    if seq is None:
+        return None
+    return conn.execute("SELECT COUNT(*) FROM changes WHERE layer = ? AND seq <= ?", (layer, seq)).fetchone()[0]
+
+
 class HistoryError(ValueError):
     """The history contradicts itself (a row's ``before`` is not what came before it)."""
 

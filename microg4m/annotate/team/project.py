@@ -13,7 +13,7 @@ from pathlib import Path
 from microg4m.formats.labels import read_label_map
 from ..results import Results
 from ..vqa_store import Drafts
-from . import accounts, assign, history, report, text_agreement, vqa_review
+from . import accounts, assign, history, report, text_agreement, throttle, vqa_review
 from .db import FINAL, connect, transaction
 from .decisions import Snapshot, settle
 from .files import FilesError, FinalFiles, render
@@ -32,6 +32,8 @@ class Project:
         self.reviews = ReviewsFile(settings.vqa_reviews or Path(settings.actions).parent / "vqa_reviews.json")
         self.drafts = Drafts(self.results)
         self.db_path = Path(settings.database)
+        self.password_rules = accounts.PasswordRules(**(settings.passwords or {})).check()
+        self.login_limits = throttle.Limits(**(settings.login or {})).check()
         connect(self.db_path, create=create).close()  # creates the tables; a bad file fails here
 
     def connect(self) -> sqlite3.Connection:
@@ -50,6 +52,14 @@ class Project:
         if new:
             self.settle(conn, list(new))
         return new
+
+    def assign_new(self, conn: sqlite3.Connection) -> dict[str, list[str]]:
+        """Assign the kept clips a re-run of the workflow brought, if any (at a login and at
+        an annotator's write; never on a GET, which only reads)."""
+        assigned = self.assigned(conn)
+        if any(clip.kept and cid not in assigned for cid, clip in self.results.clips().items()):
+            return self.assign(conn)
+        return {}
 
     def settle(self, conn: sqlite3.Connection, clip_ids: list[str] | None = None) -> int:
         """Re-apply the agreement rule to clips (default: every assigned clip); writes the files."""
