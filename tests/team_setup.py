@@ -48,11 +48,12 @@ def make_project(tmp: Path, results: Path | None = None, annotators=("alice", "b
 
 
 @contextlib.contextmanager
-def serving(app):
-    """The app on the production server (waitress, serving.py) in a thread, stopped cleanly."""
-    from microg4m.annotate.serving import Server
+def serving(app, **settings):
+    """The app on the production server (waitress, serving.py) in a thread, stopped cleanly;
+    ``settings``: ServerSettings' (team.server)."""
+    from microg4m.annotate.serving import Server, ServerSettings
 
-    server = Server(app, "127.0.0.1", 0)
+    server = Server(app, "127.0.0.1", 0, ServerSettings(**settings))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
