@@ -2,12 +2,12 @@
 
 Each login attempt is counted *before* its password is checked (:func:`begin`), under the
 database's write lock, for two keys: the account (``account:NAME``) and the client
-address (``address:ADDR``). The ``n``-th attempt within ``lock_seconds`` arms a lock of
+address (``address:ADDR``). The ``n``-th attempt within ``window_seconds`` arms a lock of
 ``lock_seconds``; a later attempt on a locked key is refused without checking any
 password (so a flood costs no password hashing). A login that succeeds
 (:func:`succeeded`) clears its account's count and takes itself off its address's
 count, disarming a lock it armed. So, with ``n`` failures allowed, concurrent guesses at
-one account get at most ``n`` password checks per ``lock_seconds``.
+one account get at most ``n`` password checks per window (and lock).
 
 Locks are kept in the team database (table ``login_failures``), so that they hold
 across restarts and ``microg4m team user list`` shows them (``user unlock NAME`` lifts
@@ -30,6 +30,7 @@ class Limits:
 
     account_failures: int = 5
     address_failures: int = 20
+    window_seconds: float = 900
     lock_seconds: float = 900
 
     def check(self) -> "Limits":
@@ -73,13 +74,13 @@ def begin(conn: sqlite3.Connection, limits: Limits, account: str | None, address
         armed, counts = [], []
         for k, limit in keys:
             row = rows[k]
-            stale = row is None or row["since"] < now - limits.lock_seconds
+            stale = row is None or row["since"] < now - limits.window_seconds
             failures = 1 if stale else row["failures"] + 1
             since = now if stale else row["since"]
             locked_until = now + limits.lock_seconds if failures >= limit else 0.0
             if locked_until:
                 armed.append(k)
-                failures, since = 0, now  # the lock is the window now; counting starts again after it
+                failures, since = 0, now  # counting starts again (after the lock)
             conn.execute("INSERT INTO login_failures (key, failures, since, locked_until) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT (key) DO UPDATE SET failures = excluded.failures, since = excluded.since, "
                          "locked_until = excluded.locked_until", (k, failures, since, locked_until))
