@@ -114,6 +114,14 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
     def cookie(resp, name: str, value: str, max_age: int) -> None:
         resp.set_cookie(name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="Strict")
 
+    def assign_new() -> None:
+        """Assign the clips a re-run brought (at a login or a write); a file that cannot be
+        written only delays it (logged), it does not fail the request."""
+        try:
+            project.assign_new(conn())
+        except FilesError as exc:
+            log.warning("new clips not assigned yet: %s", exc)
+
     # ------------------------------------------------------------ login
     forms = accounts.LoginForms()
     limits = project.login_limits
@@ -152,7 +160,7 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
                             key.removeprefix("account:"))
             return login("Wrong name or password (or the account is disabled).", 401)
         throttle.succeeded(conn(), attempt)
-        project.assign_new(conn())  # the clips a re-run of the workflow brought
+        assign_new()  # the clips a re-run of the workflow brought
         resp = redirect("/adjudicate" if user["role"] == "adjudicator" else "/", code=303)
         cookie(resp, COOKIE, accounts.open_session(conn(), user["name"], hours), int(hours * 3600))
         resp.delete_cookie(LOGIN_COOKIE, path="/", secure=True, httponly=True, samesite="Strict")
@@ -196,7 +204,7 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
 
     install_media(app, res, readable_clip, cache_control="private, no-cache")
     ctx = SimpleNamespace(conn=conn, role=role, body=json_body, owner=owner, my_clip=my_clip, write=write,
-                          labels=labels, assign_new=lambda: project.assign_new(conn()))
+                          labels=labels, assign_new=assign_new)
     for area in (annotator_routes, adjudication_routes, vqa_routes):
         area.install(app, project, ctx)
     return app
