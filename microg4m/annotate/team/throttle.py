@@ -65,6 +65,10 @@ def begin(conn: sqlite3.Connection, limits: Limits, account: str | None, address
     now = time.time() if now is None else now
     keys = ([(account_key(account), limits.account_failures)] if account else []) + \
         [(address_key(address), limits.address_failures)]
+    for k, _ in keys:  # a locked key first without the write lock: a flood does not queue for it
+        row = conn.execute("SELECT locked_until FROM login_failures WHERE key = ?", (k,)).fetchone()
+        if row is not None and row[0] > now:
+            return Attempt(tuple(k for k, _ in keys), locked=(k, row[0]))
     with transaction(conn):
         rows = {k: conn.execute("SELECT failures, since, locked_until FROM login_failures WHERE key = ?",
                                 (k,)).fetchone() for k, _ in keys}
