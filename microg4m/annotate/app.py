@@ -123,8 +123,9 @@ def serve(args: argparse.Namespace) -> None:
     except ValueError:
         loopback = args.host == "localhost"
     if not loopback:
-        print(f"warning: serving on {args.host}: anyone who can reach it can change the label files",
-              file=sys.stderr)
+        print(f"warning: serving on {args.host} over plain HTTP: the access token crosses the network "
+              f"unencrypted (anyone who sees it can change the label files); prefer SSH port forwarding "
+              f"or a TLS proxy (--trusted-proxy)", file=sys.stderr)
     from .serving import Server, ServerSettings, run_until_signalled
 
     # waitress; SIGTERM or Ctrl-C stops it cleanly
