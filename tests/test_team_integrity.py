@@ -19,17 +19,30 @@ import pytest
 from microg4m.annotate.team import history
 from microg4m.annotate.team.db import FINAL, connect, transaction
 
+from microg4m import cli
 from team_setup import Client
-from test_team_load import Server, team, template  # noqa: F401  (fixture)
+from test_team_load import Server, template  # noqa: F401  (fixture)
 
 LONE = "blurry\ud800"  # JSON allows the escape "\ud800"; UTF-8 cannot encode it
 
 
 @pytest.fixture
-def workdir(template, tmp_path) -> Path:  # noqa: F811
+def workdir(template, tmp_path, monkeypatch) -> Path:  # noqa: F811
     work = tmp_path / "work"
     shutil.copytree(template, work)
+    monkeypatch.chdir(work)  # for the team commands run in this process (team())
     return work
+
+
+@pytest.fixture
+def team(capsys):
+    """``microg4m team ARGS`` in this process (in the workdir): (exit code, stdout, stderr)."""
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = cli.main(["team", *args])
+        out = capsys.readouterr()
+        return code, out.out, out.err
+    return run
 
 
 def files(workdir: Path) -> dict[str, bytes | None]:
@@ -52,7 +65,7 @@ def shared_clip(alice: Client, bob: Client) -> str:
     return sorted(mine & {c["clip_id"] for c in bob.request("GET", "/api/state")[1]["clips"]})[0]
 
 
-def test_a_lone_surrogate_is_refused_and_the_server_starts_again(workdir):
+def test_a_lone_surrogate_is_refused_and_the_server_starts_again(workdir, team):
     server = Server(workdir)
     try:
         alice, bob = Client(server.port).login("alice"), Client(server.port).login("bob")
@@ -82,10 +95,10 @@ def test_a_lone_surrogate_is_refused_and_the_server_starts_again(workdir):
     again = Server(workdir)  # a restart works, and the files are what the history gives
     assert Client(again.port).request("GET", "/login")[0] == 200
     again.stop()
-    assert json.loads(team(workdir, "rebuild", "--check").stdout)["differ"] == []
+    assert json.loads(team("rebuild", "--check")[1])["differ"] == []
 
 
-def test_a_file_that_cannot_be_written_rolls_the_change_back_and_the_server_says_so_at_start(workdir):
+def test_a_file_that_cannot_be_written_rolls_the_change_back_and_the_server_says_so_at_start(workdir, team):
     actions = workdir / "annotations" / "actions.csv"
     actions.mkdir(parents=True)  # not a file: nothing can be written there (even by root)
     server = Server(workdir)
@@ -112,14 +125,14 @@ def test_a_file_that_cannot_be_written_rolls_the_change_back_and_the_server_says
     assert server.proc.returncode == 0, log
     assert "warning: cannot write" in log and "actions.csv" in log and "files NOT in step" in log, log
     actions.rmdir()
-    assert json.loads(team(workdir, "rebuild").stdout)["differ"]  # the files are written now
-    assert json.loads(team(workdir, "rebuild", "--check").stdout)["differ"] == []
+    assert json.loads(team("rebuild")[1])["differ"]  # the files are written now
+    assert json.loads(team("rebuild", "--check")[1])["differ"] == []
 
 
-def test_rebuild_mends_a_database_written_before_the_check(workdir):
+def test_rebuild_mends_a_database_written_before_the_check(workdir, team):
     """A database in which the old server stored a lone surrogate (as main did, issue 34):
     serve says so and serves; rebuild --check fails naming it; rebuild mends it by @repair."""
-    Server(workdir).stop()  # the database as team mode starts it (assignments)
+    assert team("assign")[0] == 0  # the database as team mode starts it (assignments)
     db = workdir / "annotations" / "team.sqlite"
     conn = connect(db)
     clip = conn.execute("SELECT a.clip_id FROM assignments a JOIN assignments b ON a.clip_id = b.clip_id "
@@ -137,9 +150,9 @@ def test_rebuild_mends_a_database_written_before_the_check(workdir):
         server.log.close()
     log = (workdir / "server.log").read_text()
     assert "does not encode to UTF-8" in log and "run microg4m team rebuild" in log, log
-    check = team(workdir, "rebuild", "--check", check=False)
-    assert check.returncode == 1 and "hold text no file can take" in check.stderr and "U+D800" in check.stderr
-    out = json.loads(team(workdir, "rebuild").stdout)
+    code, _, err = team("rebuild", "--check")
+    assert code == 1 and "hold text no file can take" in err and "U+D800" in err
+    out = json.loads(team("rebuild")[1])
     assert out["repaired"] == 3 and len(out["unwritable"]) == 3
     screening = (workdir / "annotations" / "screening_excluded.txt").read_text(encoding="utf-8")
     assert f"{clip}  # blurry\ufffd\n" in screening
@@ -148,6 +161,6 @@ def test_rebuild_mends_a_database_written_before_the_check(workdir):
     assert {r["layer"] for r in rows} == {"alice", "bob", FINAL}  # appended; the old rows stay as they were
     assert len(history.rows(conn, clip_id=clip)) == 6
     conn.close()
-    assert json.loads(team(workdir, "rebuild", "--check").stdout)["unwritable"] == []
+    assert json.loads(team("rebuild", "--check")[1])["unwritable"] == []
     (workdir / "server.log").write_text("")
     assert "warning" not in Server(workdir).stop()  # a clean start and stop
