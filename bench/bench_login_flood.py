@@ -34,30 +34,15 @@ import urllib.parse
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 import yaml  # noqa: E402
 
 from microg4m.annotate.team import accounts  # noqa: E402
 from microg4m.annotate.team.db import connect  # noqa: E402
-from microg4m.formats.manifest import write_manifest  # noqa: E402
+from test_team_load import build_many  # noqa: E402  (the load test's results folder: 24 clips, no videos)
 
 PASSWORD = "violet-kettle-drums-9"
-
-
-def results(root: Path, n: int = 8) -> None:
-    """A results folder of one source with ``n`` kept clips of one person (no videos)."""
-    clips = [f"src_{i:03d}" for i in range(n)]
-    (root / "clips" / "src").mkdir(parents=True)
-    write_manifest(root / "clips" / "src" / "manifest.tsv", [
-        dict(clip_id=c, source_id="src", clip_type="r", seq=i, start_s=3 * i, frames=90, width=320, height=240,
-             status="ok", reason="") for i, c in enumerate(clips)])
-    (root / "filter").mkdir()
-    (root / "filter" / "src.tsv").write_text("clip_id\tperson_share\tcuts\tkeep\treason\n"
-                                             + "".join(f"{c}\t1.0000\t\t1\tkept\n" for c in clips))
-    (root / "tracks").mkdir()
-    (root / "tracks" / "src.csv").write_text("video_id,frame_id,person_id,xmin,ymin,xmax,ymax,conf\n" + "".join(
-        f"{c},{f},1,10.00,20.00,90.00,200.00,0.9000\n" for c in clips for f in range(1, 91)))
 
 
 def call(port: int, method: str, path: str, headers=None, form=None):
@@ -121,7 +106,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        results(work / "results")
+        build_many(work / "results")
         team = {"database": "annotations/team.sqlite"}
         if args.throttle == "off":
             team["login"] = {"account_failures": 10**9, "address_failures": 10**9}
