@@ -7,6 +7,7 @@ import contextlib
 import http.client
 import json
 import re
+import socket
 import threading
 import urllib.parse
 from pathlib import Path
@@ -26,18 +27,20 @@ def password(name: str) -> str:
     return f"secret-of-{name}"
 
 
-def settings(tmp: Path, results: Path, k: int = 2) -> Settings:
+def settings(tmp: Path, results: Path, k: int = 2, **more) -> Settings:
+    """The project's settings; ``more``: other fields of Settings (label_map, login, ...)."""
     ann = tmp / "annotations"
-    return Settings(results=str(results), database=str(ann / "team.sqlite"), actions=str(ann / "actions.csv"),
-                    screening=str(ann / "screening_excluded.txt"), label_map=str(LABEL_MAP),
-                    report_dir=str(ann / "team"), per_clip=k, session_hours=1.0)
+    return Settings(**{**dict(results=str(results), database=str(ann / "team.sqlite"),
+                              actions=str(ann / "actions.csv"), screening=str(ann / "screening_excluded.txt"),
+                              label_map=str(LABEL_MAP), report_dir=str(ann / "team"), per_clip=k, session_hours=1.0),
+                       **more})
 
 
 def make_project(tmp: Path, results: Path | None = None, annotators=("alice", "bob"), adjudicators=("judy",),
-                 k: int = 2, clip_maker=None, size=(320, 306)) -> Project:
+                 k: int = 2, clip_maker=None, size=(320, 306), **more) -> Project:
     if results is None:
         results = build_results(tmp / "results", clip_maker=clip_maker, size=size)
-    project = Project(settings(tmp, results, k))
+    project = Project(settings(tmp, results, k, **more))
     conn = project.connect()
     for names, role in ((annotators, "annotator"), (adjudicators, "adjudicator")):
         for n in names:
@@ -48,11 +51,12 @@ def make_project(tmp: Path, results: Path | None = None, annotators=("alice", "b
 
 
 @contextlib.contextmanager
-def serving(app):
-    """The app on the production server (waitress, serving.py) in a thread, stopped cleanly."""
-    from microg4m.annotate.serving import Server
+def serving(app, **settings):
+    """The app on the production server (waitress, serving.py) in a thread, stopped cleanly;
+    ``settings``: ServerSettings' (team.server)."""
+    from microg4m.annotate.serving import Server, ServerSettings
 
-    server = Server(app, "127.0.0.1", 0)
+    server = Server(app, "127.0.0.1", 0, ServerSettings(**settings))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
@@ -70,11 +74,12 @@ class Client:
         self.port, self.host = port, host
         self.cookie = self.csrf = None
 
-    def request(self, method: str, path: str, body=None, headers=None, form=None):
+    def request(self, method: str, path: str, body=None, headers=None, form=None, raw: str | None = None):
+        """``body`` as JSON, or ``form`` as a form, or ``raw`` as it is; (status, JSON or text, response)."""
         h = {"Host": f"127.0.0.1:{self.port}"}
         if self.cookie:
             h["Cookie"] = self.cookie
-        data = None
+        data = raw
         if form is not None:
             data = urllib.parse.urlencode(form)
             h["Content-Type"] = "application/x-www-form-urlencoded"
@@ -126,3 +131,16 @@ def history_rows(project: Project) -> list[dict]:
         return rows(conn)
     finally:
         conn.close()
+
+
+def post_oversized(port: int, path: str, headers: dict, size: int = 2 << 20) -> bytes:
+    """POST a JSON body of ``size`` bytes (announced in Content-Length; only its first 64 KiB
+    sent, as a server that refuses it answers at once) on a raw socket; the answer's status line."""
+    head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
+                                                  "Content-Length": str(size), **headers}.items())
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"POST {path} HTTP/1.1\r\n{head}\r\n".encode() + b'{"pad": "' + b"x" * (64 << 10))
+        raw = b""
+        while b"\r\n" not in raw and (chunk := s.recv(4096)):
+            raw += chunk
+    return raw.split(b"\r\n", 1)[0]

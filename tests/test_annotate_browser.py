@@ -7,7 +7,6 @@ with the keyboard and the mouse, excludes a clip, reloads, and reads the files b
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -29,14 +28,10 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.is_file(), reason="needs Debian's c
 @pytest.fixture
 def served(tmp_path, clip_video):  # noqa: F811
     app, res, ann = make_app(tmp_path, clip_video)
-    from werkzeug.serving import make_server
+    from team_setup import serving
 
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/", res, ann
-    server.shutdown()
-    thread.join()
+    with serving(app) as port:  # the production server; the address microg4m annotate prints (with the token)
+        yield f"http://127.0.0.1:{port}/?token={app.config['ACCESS_TOKEN']}", res, ann
 
 
 def last_line_becomes(path: Path, expected: str, timeout: float = 15) -> str:

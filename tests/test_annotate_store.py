@@ -272,7 +272,8 @@ def clip_video(tmp_path_factory):
 
 
 def make_app(tmp_path, clip_video, annotator: str = ""):
-    """The real app over a small results folder whose clips are copies of one real clip."""
+    """The real app over a small results folder whose clips are copies of one real clip
+    (its access token in ``app.config["ACCESS_TOKEN"]``)."""
     video, size = clip_video
     res = build_results(tmp_path / "results", clip_maker=copies_of(video, size), size=size)
     ann = tmp_path / "annotations"
@@ -280,10 +281,22 @@ def make_app(tmp_path, clip_video, annotator: str = ""):
     return app, res, ann
 
 
+def bearer(app) -> dict:
+    """The header that carries the single-user page's access token."""
+    return {"Authorization": f"Bearer {app.config['ACCESS_TOKEN']}"}
+
+
+def token_client(app):
+    """Flask's test client, sending the access token with every request."""
+    c = app.test_client()
+    c.environ_base["HTTP_AUTHORIZATION"] = bearer(app)["Authorization"]
+    return c
+
+
 @pytest.fixture
 def client(tmp_path, clip_video):
     app, _, ann = make_app(tmp_path, clip_video, "ann1")
-    return app.test_client(), ann
+    return token_client(app), ann
 
 
 def post(client, url, body):
@@ -375,7 +388,7 @@ def test_a_raw_path_outside_the_results_is_refused(client, tmp_path):
         for path in ("/clip/../../etc/passwd", "/clip/../../../../etc/passwd.mp4", "/static/../../../etc/passwd",
                      "/clip/dancer_000/frame/../../../../etc/passwd"):
             conn = http.client.HTTPConnection("127.0.0.1", server.server_port, timeout=10)
-            conn.request("GET", path)
+            conn.request("GET", path, headers=bearer(c.application))
             resp = conn.getresponse()
             body = resp.read()
             assert 400 <= resp.status < 500, (path, resp.status)

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parent.parent
 ENV = REPO / "workflow" / "envs" / "microg4m.yaml"
 POST_DEPLOY = REPO / "workflow" / "envs" / "microg4m.post-deploy.sh"
 DIST = {"skvideo": "scikit-video"}  # import name -> distribution
-NOT_IN_RULES = {"snakemake", "flask", "waitress", "rapidfuzz"}  # Snakemake itself; the annotation pages
+NOT_IN_RULES = {"snakemake", "flask", "waitress", "rapidfuzz", "zxcvbn"}  # Snakemake itself; the annotation pages
 
 
 def _pins(lines) -> dict[str, str]:

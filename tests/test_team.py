@@ -168,6 +168,9 @@ CASES = [
      "unknown action id 2"),
     ("judy", "POST", "/api/final", {"clip_id": "dancer_000", "excluded": False, "actions": {"7": [12]}}, True, 404,
      "person 7 has no box"),
+    # a digit that is no ASCII digit ("²".isdigit() is True; int("²") raised a ValueError: 500)
+    ("judy", "POST", "/api/final", {"clip_id": "dancer_000", "excluded": False, "actions": {"²": [14]}}, True, 400,
+     "person_id must be an integer, got '²'"),
     ("alice", "POST", "/api/actions", body(MINE, action=12, op="set"), True, 400, "op must be"),
 ]
 
@@ -264,8 +267,8 @@ def test_an_annotator_changes_only_their_own_layer(served):
     project, users, mine, _ = served
     alice = users["alice"]
     status, out, _ = alice.post("/api/actions", body(mine, action=14))
-    assert status == 200 and out["actions"] == [14] and len(out["seq"]) == 1
-    row = [r for r in history_rows(project) if r["seq"] == out["seq"][0]][0]
+    assert status == 200 and out["actions"] == [14] and out["change"] == 1  # alice's first change
+    row = [r for r in history_rows(project) if r["layer"] == "alice"][0]
     assert (row["who"], row["layer"], row["clip_id"], row["person_id"], row["before"], row["after"]) == (
         "alice", "alice", mine, 1, None, "[14]")
     assert alice.request("GET", f"/api/clips/{mine}")[1]["actions"]["1"] == [14]

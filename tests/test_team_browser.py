@@ -15,7 +15,7 @@ import pytest
 from microg4m.stages import export
 from microg4m.annotate.team.server import create_app
 
-from team_setup import HEADER, SCREENING_HEADER, history_rows, make_project, password, serving
+from team_setup import HEADER, SCREENING_HEADER, Client, history_rows, make_project, password, serving
 from test_annotate_browser import ARGS, BGR, CHROMIUM, near
 from test_annotate_store import LABEL_MAP, clip_video, copies_of, unit_inputs  # noqa: F401  (fixture)
 from microg4m.formats.decisions import read_screening
@@ -186,3 +186,36 @@ def test_two_annotators_an_adjudicator_and_the_export(team):
     rows = [ln.split(",") for ln in (tmp / "export" / "ava_format.csv").read_text().splitlines()]
     assert sorted((r[0], int(r[7]), int(r[6])) for r in rows) == [
         ("dancer_000", 1, 12), ("dancer_000", 1, 14), ("dancer_000", 2, 17), ("dancer_001", 1, 14)]
+
+
+EVIL = "crouch<img src=x onerror=window.__xss=1>"  # a label-map name that is also HTML
+
+
+def test_a_label_name_is_text_on_the_adjudication_page(tmp_path):
+    """The issue's case: a label map name with an image tag whose error handler runs script
+    (innerHTML on /adjudicate ran it); the page must show it as text."""
+    label_map = tmp_path / "label_map.pbtxt"
+    label_map.write_text(LABEL_MAP.read_text().replace('name: "crouch/kneel"', f'name: "{EVIL}"'))
+    project = make_project(tmp_path, label_map=str(label_map))  # no videos: the page and its labels only
+    with serving(create_app(project, {"127.0.0.1", "localhost"})) as port:
+        url = f"http://127.0.0.1:{port}"
+        for name, action in (("alice", 3), ("bob", 14)):  # they disagree on dancer_001: the page opens it
+            c = Client(port).login(name)
+            assert c.post("/api/actions", {"clip_id": "dancer_001", "person_id": 1, "action": action,
+                                           "op": "add"})[0] == 200
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            try:
+                judy, errors = login(browser, url, "judy")
+                judy.wait_for_url(url + "/adjudicate")
+                wait_text(judy, "#clip-id", "dancer_001")
+                option = "#f-persons select.add option[value='3']"
+                judy.wait_for_selector(option, state="attached")
+                judy.wait_for_timeout(500)  # time for an injected image to fail and run its handler
+                assert judy.evaluate("() => window.__xss") is None
+                assert judy.evaluate("() => document.querySelectorAll('main img, #final img').length") == 0
+                assert judy.eval_on_selector(option, "o => o.textContent") == EVIL
+                assert f"Person 1: {EVIL}" in judy.locator(".view .summary").all_inner_texts()
+                assert errors == []
+            finally:
+                browser.close()

@@ -55,7 +55,7 @@ def proxied(tmp_path):
                     "-addext", f"subjectAltName=DNS:{NAME}", "-keyout", str(key), "-out", str(cert)],
                    check=True, capture_output=True)
     project = make_project(tmp_path)
-    with serving(create_app(project, allowed_hosts("127.0.0.1", [NAME]))) as upstream:
+    with serving(create_app(project, allowed_hosts("127.0.0.1", [NAME])), trusted_proxy="127.0.0.1") as upstream:
         http_port, https_port = free_port(), free_port()
         conf = tmp_path / "nginx"
         conf.mkdir()

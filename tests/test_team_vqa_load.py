@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from team_setup import Client
-from test_team_load import ANNOTATORS, Server, history, team, template  # noqa: F401  (fixture)
+from test_team_load import ANNOTATORS, Server, history, layers, team, template  # noqa: F401  (fixture)
 
 THREADS_PER_REVIEWER = 4
 EDITS_PER_THREAD = 25  # 3 * 4 * 25 = 300 edits
@@ -78,9 +78,10 @@ def run_edits(port: int, stop_after: int | None = None, kill=None) -> list[dict]
                 dead.set()
                 return
             assert status == 200, out
-            assert out["seq"], out  # every request here changes something
+            assert out["change"], out  # every request here changes something
+            assert "status" not in out and "seq" not in out  # blind: nothing about the co-reviewers
             base[clip], last[clip] = out["entry"]["updated"], text
-            ack = {"who": name, "clip": clip, "seq": out["seq"], "phase": phase,
+            ack = {"who": name, "clip": clip, "change": out["change"], "phase": phase,
                    "after": {"caption": caption, "qa_pairs": PAIRS[k], "reviewed": reviewed, "draft": None,
                              "updated": out["entry"]["updated"]}}
             with lock:
@@ -97,14 +98,16 @@ def run_edits(port: int, stop_after: int | None = None, kill=None) -> list[dict]
 
 
 def check_acknowledged(acks: list[dict], rows: dict) -> None:
+    """Every acknowledged edit is the reviewer's n-th row (n: the answer's ``change``); the
+    final texts are @auto's only."""
+    mine = layers(rows)
     for a in acks:
-        r = rows.get(a["seq"][0])
-        assert r is not None, f"acknowledged edit {a} missing from the history"
+        assert a["change"] <= len(mine.get(a["who"], [])), f"acknowledged edit {a} missing from the history"
+        r = mine[a["who"]][a["change"] - 1]
         assert (r["who"], r["layer"], r["kind"], r["clip_id"], r["person_id"]) == (a["who"], a["who"], "text",
                                                                                   a["clip"], 0), dict(r)
         assert json.loads(r["after"]) == a["after"]
-        for seq in a["seq"][1:]:  # the final text it set or withdrew
-            assert (rows[seq]["who"], rows[seq]["layer"], rows[seq]["kind"]) == ("@auto", "@final", "text")
+    assert {(r["who"], r["kind"]) for r in mine.get("@final", [])} <= {("@auto", "text")}
 
 
 def test_concurrent_caption_edits_are_all_in_the_history_and_replay_to_the_files(workdir):
@@ -116,9 +119,10 @@ def test_concurrent_caption_edits_are_all_in_the_history_and_replay_to_the_files
     rows = history(workdir)
     assert sum(a["phase"] == "random" for a in acks) == len(ANNOTATORS) * THREADS_PER_REVIEWER * EDITS_PER_THREAD
     check_acknowledged(acks, rows)
-    assert sorted(rows) == sorted(s for a in acks for s in a["seq"])  # nothing unacknowledged
+    assert {(layer, i + 1) for layer, rs in layers(rows).items() if layer != "@final" for i in range(len(rs))} == {
+        (a["who"], a["change"]) for a in acks}  # nothing unacknowledged
     latest = {}
-    for a in sorted(acks, key=lambda a: a["seq"][0]):
+    for a in sorted(acks, key=lambda a: (a["who"], a["change"])):
         latest[(a["who"], a["clip"])] = a["after"]
     conn = sqlite3.connect(workdir / "annotations" / "team.sqlite")
     current = {(r[0], r[1]): json.loads(r[2]) for r in conn.execute(
@@ -128,7 +132,7 @@ def test_concurrent_caption_edits_are_all_in_the_history_and_replay_to_the_files
     conn.close()
     assert current == latest
     assert len(finals) == 24  # all agreed at the end
-    assert any(rows[s]["after"] is None for a in acks for s in a["seq"][1:])  # finals were withdrawn on the way
+    assert any(r["after"] is None for r in layers(rows)["@final"])  # finals were withdrawn on the way
     reviews = json.loads((workdir / "annotations" / "vqa_reviews.json").read_text())["clips"]
     assert {c: (e["caption"], e["qa_pairs"]) for c, e in reviews.items()} == {
         c: (f["caption"], f["qa_pairs"]) for c, f in finals.items()}

@@ -10,13 +10,13 @@ save, and that leaving a clip saves it.
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 
 from microg4m.formats.results_index import ResultsIndex
 from microg4m.vqa import draft as vqa_draft
 from test_annotate_browser import ARGS, CHROMIUM
+from team_setup import serving
 from test_annotate_store import clip_video, make_app  # noqa: F401  (fixture)
 from vlm_stub import CAPTION, DOWN, StubVLM
 
@@ -36,16 +36,12 @@ def draft(res, stub):
 @pytest.fixture
 def served(tmp_path, clip_video):  # noqa: F811
     app, res, ann = make_app(tmp_path, clip_video, "alice")
-    from werkzeug.serving import make_server
-
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    with StubVLM(model=MODEL, api_key=None, frames=2, frame_size=128, behaviour={"dancer_001": DOWN}) as stub:
+    with serving(app) as port, StubVLM(model=MODEL, api_key=None, frames=2, frame_size=128,
+                                       behaviour={"dancer_001": DOWN}) as stub:
         draft(res, stub)
-        yield f"http://127.0.0.1:{server.server_port}/", res, ann / "vqa_reviews.json", lambda: draft(res, stub)
-    server.shutdown()
-    thread.join()
+        # the address microg4m annotate prints: the access token goes into a cookie
+        yield (f"http://127.0.0.1:{port}/?token={app.config['ACCESS_TOKEN']}", res, ann / "vqa_reviews.json",
+               lambda: draft(res, stub))
 
 
 def q(page, i):

@@ -17,7 +17,7 @@ from microg4m.formats.manifest import write_manifest
 from microg4m.formats.results_index import ResultsIndex
 from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, VQAError
 from microg4m.vqa.rank import MalformedReply, parse_candidates, refine
-from test_annotate_store import clip_video, make_app  # noqa: F401  (fixture)
+from test_annotate_store import clip_video, make_app, token_client  # noqa: F401  (fixture)
 from vlm_stub import CANDIDATES, CAPTION
 
 REPO = Path(__file__).resolve().parents[1]
@@ -119,7 +119,7 @@ def test_candidates_are_parsed_from_fences_objects_and_other_key_names():
 @pytest.fixture
 def api(tmp_path, clip_video):  # noqa: F811
     app, res, ann = make_app(tmp_path, clip_video, "alice")
-    return app.test_client(), res, ann / "vqa_reviews.json"
+    return token_client(app), res, ann / "vqa_reviews.json"
 
 
 def save(c, clip="dancer_000", base=None, **body):

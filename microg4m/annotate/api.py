@@ -3,7 +3,7 @@ the JSON body of a post, a clip's state and boxes, and the frame and video route
 
 Errors are ``{"error": message}`` with a 4xx/5xx status. POST bodies must be JSON
 (``Content-Type: application/json``): a plain form posted by another web site cannot
-change the files.
+change the files; nested at most ``guard.MAX_JSON_DEPTH`` deep.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from werkzeug.exceptions import HTTPException
 
 from microg4m.report import preview
 from .errors import Refused
+from .guard import MAX_JSON_DEPTH
 from .frames import FrameCache
 from .results import Results
 
@@ -39,11 +40,30 @@ def install_errors(app: Flask) -> None:
 
 
 def json_body() -> dict:
-    """The request's JSON object; Refused (400) for anything else."""
-    data = request.get_json(silent=True) if request.is_json else None
+    """The request's JSON object; Refused (400) for anything else, and for one nested more
+    than MAX_JSON_DEPTH deep (the body's size is limited by guard.py)."""
+    try:
+        data = request.get_json(silent=True) if request.is_json else None
+    except RecursionError:  # Python's parser gives up on very deep nesting
+        data = None
     if not isinstance(data, dict):
-        raise Refused(400, "expected a JSON object body (Content-Type: application/json)")
+        raise Refused(400, "expected a JSON object body (Content-Type: application/json) "
+                           f"nested at most {MAX_JSON_DEPTH} deep")
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise Refused(400, f"the JSON body is nested more than {MAX_JSON_DEPTH} deep")
     return data
+
+
+def json_depth(value) -> int:
+    """How deep lists and objects nest in a parsed JSON value (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        children = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+        if children is not None:
+            deepest = max(deepest, d)
+            stack.extend((c, d + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
 
 
 def palette_rgb() -> list[str]:

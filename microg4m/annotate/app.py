@@ -12,13 +12,16 @@ JSON API (errors are ``{"error": message}`` with a 4xx/5xx status; nothing is wr
 
 The errors, the JSON bodies, the clip state and the frame routes are those of api.py,
 shared with team mode. Requests whose ``Host`` is not an address the server answers to,
-and posts from a foreign ``Origin``, are refused (guard.py).
+posts from a foreign ``Origin``, and every request without the access token printed at
+start (another account on the same machine can reach 127.0.0.1 too) are refused
+(guard.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import secrets
 import sys
 from pathlib import Path
 
@@ -27,7 +30,7 @@ from flask import Flask, jsonify, render_template
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS, read_label_map
 from .api import clip_boxes, clip_state, install_errors, install_media, json_body, palette_rgb
 from .errors import Refused
-from .guard import LOOPBACK, allowed_hosts, install as install_guard
+from .guard import LOOPBACK, allowed_hosts, install as install_guard, require_token
 from .options import add_arguments, paths
 from .results import Results
 from .store import Store
@@ -36,18 +39,22 @@ from .vqa_store import VQAStore
 
 
 def create_app(results: str, actions: str, screening: str, label_map: str, annotator: str = "",
-               hosts=LOOPBACK, vqa_reviews: str | None = None) -> Flask:
+               hosts=LOOPBACK, vqa_reviews: str | None = None, token: str | None = None) -> Flask:
     """The app over a results folder; bad inputs raise ValueError before it serves.
 
     ``hosts``: the host names it answers to (see guard.py); others are refused.
     ``vqa_reviews``: the captions/QA reviews file (default: vqa_reviews.json beside the actions).
+    ``token``: the access token every request must carry (guard.require_token); a random
+    one when not given, in ``app.config["ACCESS_TOKEN"]``.
     """
     lmap = read_label_map(label_map)
     res = Results(results)
     store = Store(res, actions, screening, set(lmap["id"]))
     app = Flask(__name__)
     app.json.sort_keys = False
+    app.config["ACCESS_TOKEN"] = token = token or new_token()
     install_guard(app, hosts)
+    require_token(app, token)
     install_errors(app)
     install_vqa(app, res, VQAStore(res, vqa_reviews or Path(actions).parent / "vqa_reviews.json", annotator))
 
@@ -99,23 +106,33 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
 # ---------------------------------------------------------------- command line
 
 
+def new_token() -> str:
+    """A random access token (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
 def serve(args: argparse.Namespace) -> None:
-    """Serve until interrupted (Ctrl-C or SIGTERM; see serving.py)."""
+    """Serve until interrupted (Ctrl-C or SIGTERM; see serving.py). Prints the page's
+    address with its access token (``/?token=...``): only who can read it gets in."""
     files = paths(args)
     app = create_app(files.results, files.actions, files.screening, files.label_map, args.annotator,
                      hosts=allowed_hosts(args.host, args.allowed_host), vqa_reviews=files.vqa_reviews)
+    token = app.config["ACCESS_TOKEN"]
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:
         loopback = args.host == "localhost"
     if not loopback:
-        print(f"warning: serving on {args.host}: anyone who can reach it can change the label files",
-              file=sys.stderr)
-    from .serving import Server, run_until_signalled
+        print(f"warning: serving on {args.host} over plain HTTP: the access token crosses the network "
+              f"unencrypted (anyone who sees it can change the label files); prefer SSH port forwarding "
+              f"or a TLS proxy (--trusted-proxy)", file=sys.stderr)
+    from .serving import Server, ServerSettings, run_until_signalled
 
-    server = Server(app, args.host, args.port)  # waitress; SIGTERM or Ctrl-C stops it cleanly
+    # waitress; SIGTERM or Ctrl-C stops it cleanly
+    server = Server(app, args.host, args.port, ServerSettings(trusted_proxy=args.trusted_proxy))
+    host = f"[{args.host}]" if ":" in args.host else args.host
     run_until_signalled(server, ready=lambda: print(
-        f"microg4m annotate: http://{args.host}:{server.port}/  (Ctrl-C to stop)", flush=True))
+        f"microg4m annotate: http://{host}:{server.port}/?token={token}  (Ctrl-C to stop)", flush=True))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from microg4m import config
 
-ANNOTATOR = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+ANNOTATOR = re.compile(r"[A-Za-z0-9_-]{1,40}")  # fullmatch: "alice\n" is no name
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                    help="another host name the page is reached by (e.g. through a reverse proxy "
                         "or with --host 0.0.0.0); requests naming any other host are refused")
+    p.add_argument("--trusted-proxy", default=None, metavar="ADDR",
+                   help="address of a reverse proxy whose X-Forwarded-For/-Proto headers are believed "
+                        "(e.g. a TLS proxy on 127.0.0.1: the Origin check then expects https)")
 
 
 def actions_path(args: argparse.Namespace, actions: str = "annotations/actions.csv") -> str:
     """--actions, else ``actions`` (config export.actions), as actions.NAME.csv for --annotator NAME."""
-    if args.annotator and not ANNOTATOR.match(args.annotator):
+    if args.annotator and not ANNOTATOR.fullmatch(args.annotator):
         raise ValueError(f"--annotator {args.annotator!r}: use 1-40 letters, digits, '_' or '-'")
     if args.actions:
         return args.actions

@@ -15,6 +15,15 @@ systemd, Docker and batch systems send) and SIGINT (Ctrl-C) stop it cleanly:
 A second signal during step 2 stops waiting. A process started with SIGINT ignored (a
 background job of a non-interactive shell, ``nohup``-like wrappers) keeps ignoring it, as
 the convention for background jobs is; SIGTERM then stops it.
+
+Limits that keep a careless or hostile client from holding the server: a request body
+larger than :data:`~microg4m.annotate.guard.MAX_BODY` is refused (413) before it is
+buffered, and a connection that has not sent a whole request head ``header_timeout``
+seconds after it started one (or after it opened) is closed, so that half-sent requests
+cannot hold every connection for ``channel_timeout`` (waitress has no such setting: the
+socket loop here sweeps the connections). Behind a reverse proxy, ``trusted_proxy`` names
+the proxy whose ``X-Forwarded-For`` (the client's address) and ``X-Forwarded-Proto``
+(``https``) are believed; from anyone else these headers are dropped.
 """
 
 from __future__ import annotations
@@ -28,7 +37,10 @@ import waitress
 from waitress import wasyncore
 from waitress.channel import HTTPChannel
 
+from .guard import MAX_BODY
+
 DRAIN_POLL = 0.05  # seconds between looks at the connections while stopping
+SWEEP_EVERY = 0.5  # seconds between looks for connections whose request head is late
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +51,8 @@ class ServerSettings:
     connection_limit: int = 100  # open connections at most (more wait in the listen backlog)
     channel_timeout: float = 120  # seconds an idle connection is kept open
     shutdown_timeout: float = 30  # seconds a stop waits for the requests in flight
+    header_timeout: float = 10  # seconds a connection may take to send a request's head
+    trusted_proxy: str | None = None  # the reverse proxy whose X-Forwarded-For/-Proto are believed
 
     def check(self) -> "ServerSettings":
         """ValueError naming a setting outside the schema's bounds (``team.server``)."""
@@ -53,16 +67,44 @@ def _busy(ch: HTTPChannel) -> bool:
     return bool(ch.requests) or ch.request is not None or ch.total_outbufs_len > 0
 
 
+class _Channel(HTTPChannel):
+    """waitress's connection, which also notes since when it waits for a request head:
+    from the connection's start, and from the first byte of each later request (an idle
+    keep-alive connection between requests is ``channel_timeout``'s)."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.head_since: float | None = self.creation_time
+
+    def received(self, data):
+        if data and self.request is None and self.head_since is None:
+            self.head_since = time.time()  # a new request begins
+        out = super().received(data)
+        if self.request is None or self.request.headers_finished:
+            self.head_since = None  # the head is complete (or the request is)
+        return out
+
+    def head_late(self, now: float, timeout: float) -> bool:
+        return self.head_since is not None and not self.requests and now - self.head_since > timeout
+
+
 class Server:
     """One waitress server on ``host:port`` (port 0: a free one, see :attr:`port`)."""
 
     def __init__(self, app, host: str, port: int, settings: ServerSettings = ServerSettings()):
         self.settings = settings.check()
         self._map: dict = {}
+        proxy = {}
+        if settings.trusted_proxy:
+            proxy = dict(trusted_proxy=settings.trusted_proxy, trusted_proxy_count=1,
+                         trusted_proxy_headers={"x-forwarded-for", "x-forwarded-proto"})
         self._server = waitress.create_server(
             app, map=self._map, host=host, port=port, threads=settings.threads,
             connection_limit=settings.connection_limit, channel_timeout=settings.channel_timeout,
-            ident="microg4m", asyncore_loop_timeout=1, clear_untrusted_proxy_headers=True)
+            max_request_body_size=MAX_BODY, ident="microg4m", asyncore_loop_timeout=1,
+            clear_untrusted_proxy_headers=True, **proxy)
+        self._server.channel_class = _Channel
+        self._next_sweep = 0.0
         self.host, self.port = self._server.effective_host, int(self._server.effective_port)
         self._stop = threading.Event()
         self._force = threading.Event()
@@ -85,11 +127,22 @@ class Server:
         adj = self._server.adj
         try:
             while not self._stop.is_set():
-                wasyncore.loop(timeout=adj.asyncore_loop_timeout, map=self._map, use_poll=adj.asyncore_use_poll,
-                               count=1)
+                wasyncore.loop(timeout=min(adj.asyncore_loop_timeout, SWEEP_EVERY), map=self._map,
+                               use_poll=adj.asyncore_use_poll, count=1)
+                self._close_late_heads()
             return self._drain()
         finally:
             self.stopped.set()
+
+    def _close_late_heads(self) -> None:
+        """Close the connections whose request head is later than ``header_timeout``."""
+        now = time.time()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + SWEEP_EVERY
+        for ch in self._channels():
+            if isinstance(ch, _Channel) and ch.head_late(now, self.settings.header_timeout):
+                ch.will_close = True  # closed by the loop (handle_write)
 
     def _drain(self) -> dict:
         t0 = time.monotonic()

@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 from microg4m.common.atomic import write_text
+from microg4m.common.text import TextError, check_text
 from microg4m.formats.labels import MAX_ACTIONS
 from microg4m.formats.labels import ACTIONS_COLUMNS, LabelError, read_actions
 from .errors import Refused
@@ -29,6 +30,21 @@ from .results import Results
 
 SCREENING_HEADER = "# Clips excluded by hand (one id per line; '# reason' after it). Read by the filter stage.\n"
 MAX_REASON = 200
+
+
+def check_reason(reason, what: str = "reason", limit: int = MAX_REASON) -> str:
+    """A reason (or note) as it goes into a file: a string on one line, at most ``limit``
+    characters, that encodes to UTF-8 and holds no control character; Refused otherwise."""
+    if not isinstance(reason, str):
+        raise Refused(400, f"{what} must be a string, got {reason!r}")
+    try:
+        check_text(reason, what)
+    except TextError as exc:
+        raise Refused(422, str(exc)) from None
+    reason = " ".join(reason.split())
+    if len(reason) > limit:
+        raise Refused(422, f"{what} is {len(reason)} characters long (at most {limit})")
+    return reason
 
 
 @contextlib.contextmanager
@@ -168,11 +184,7 @@ class Store:
         self.results.clip(clip_id)
         if not isinstance(excluded, bool):
             raise Refused(400, f"excluded must be true or false, got {excluded!r}")
-        if not isinstance(reason, str):
-            raise Refused(400, f"reason must be a string, got {reason!r}")
-        reason = " ".join(reason.split())
-        if len(reason) > MAX_REASON:
-            raise Refused(422, f"reason is {len(reason)} characters long (at most {MAX_REASON})")
+        reason = check_reason(reason)
         with folder_lock(self.screening_path):
             lines = self._screening_lines()
             others = [ln for ln in lines if self._split(ln)[0] != clip_id]

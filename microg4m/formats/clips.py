@@ -14,7 +14,7 @@ from microg4m.formats.decisions import kept_ids, read_decisions
 from microg4m.formats.manifest import read_manifest
 
 
-_CLIP_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+_CLIP_ID = re.compile(r"[A-Za-z0-9_-]+")  # fullmatch
 
 
 class Report:
@@ -48,7 +48,7 @@ def load_clips(manifests, decisions, report: Report) -> pd.DataFrame:
         except (OSError, KeyError, ValueError) as exc:
             report.add(path, "", f"unreadable manifest ({type(exc).__name__}: {exc})")
     clips = pd.concat(parts, ignore_index=True) if parts else read_manifest_empty()
-    bad = ~clips["clip_id"].map(lambda c: bool(_CLIP_ID.match(c))).astype(bool)
+    bad = ~clips["clip_id"].map(lambda c: bool(_CLIP_ID.fullmatch(c))).astype(bool)
     for c in clips.loc[bad, "clip_id"]:
         report.add("manifest", c, "clip id has characters outside [A-Za-z0-9_-]; ignored")
     clips = clips[~bad]

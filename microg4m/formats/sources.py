@@ -13,7 +13,7 @@ import pandas as pd
 
 from microg4m import config
 
-YOUTUBE_ID = re.compile(r"^[A-Za-z0-9_-]{11}$")
+YOUTUBE_ID = re.compile(r"[A-Za-z0-9_-]{11}")  # fullmatch
 
 
 class SourcesError(ValueError):
@@ -130,7 +130,7 @@ def normalize_url(url: str, base: str | os.PathLike = ".") -> tuple[str, Path | 
             url = path
     elif "://" in url:
         return url, None
-    elif YOUTUBE_ID.match(url) and not (Path(base) / url).exists():
+    elif YOUTUBE_ID.fullmatch(url) and not (Path(base) / url).exists():
         return f"https://www.youtube.com/watch?v={url}", None
     local = Path(url) if Path(url).is_absolute() else Path(base) / url
     return local.resolve().as_uri(), local

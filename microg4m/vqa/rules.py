@@ -10,7 +10,8 @@ annotation page and the export:
 * questions (and, for drafts, answers) about sound, intent or other cues that a viewer
   cannot see get a warning (:func:`warnings_for`); drafts drop them, people decide;
 * text is kept on one line (runs of white space become one space), no empty Q or A,
-  no question twice.
+  no question twice, nothing that cannot go into a UTF-8 file (a lone surrogate, a
+  control character other than tab and newline: microg4m.common.text).
 
 :data:`WARNINGS` holds the patterns as plain regular expressions that JavaScript reads
 too, so the page warns about exactly what the drafting stage drops.
@@ -23,6 +24,8 @@ import logging
 import re
 from collections import Counter
 from pathlib import Path
+
+from microg4m.common.text import text_problem
 
 MAX_PAIRS = 6
 UNANSWERABLE = "Not mentioned"
@@ -94,6 +97,8 @@ def check_pairs(pairs) -> list[dict]:
         for key, value in (("Q", q), ("A", a)):
             if not isinstance(value, str) or not value.strip():
                 raise VQAError(f"pair {i}: {key} must be a non-empty string")
+            if problem := text_problem(value):
+                raise VQAError(f"pair {i}: {key} holds {problem}")
             if len(one_line(value)) > MAX_TEXT_CHARS:
                 raise VQAError(f"pair {i}: {key} is {len(one_line(value))} characters long (at most {MAX_TEXT_CHARS})")
         q, a = one_line(q), one_line(a)
@@ -113,6 +118,8 @@ def check_pairs(pairs) -> list[dict]:
 def check_caption(caption) -> str:
     if not isinstance(caption, str):
         raise VQAError(f"caption must be a string, got {type(caption).__name__}")
+    if problem := text_problem(caption):
+        raise VQAError(f"caption holds {problem}")
     text = one_line(caption)
     if len(text) > MAX_CAPTION_CHARS:
         raise VQAError(f"caption is {len(text)} characters long (at most {MAX_CAPTION_CHARS})")

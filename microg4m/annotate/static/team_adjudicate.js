@@ -52,7 +52,13 @@ function renderList() {
 
 function table(rows, cols) {
   const t = document.createElement("table");
-  t.innerHTML = "<tr>" + cols.map((c) => `<th>${c}</th>`).join("") + "</tr>";
+  const head = document.createElement("tr");
+  for (const c of cols) {
+    const th = document.createElement("th");
+    th.textContent = c;
+    head.append(th);
+  }
+  t.append(head);
   for (const r of rows) {
     const tr = document.createElement("tr");
     for (const c of cols) {
@@ -225,8 +231,8 @@ function renderFinal() {
     for (const [a, who] of votes) addChoice(div, a, who, chosen.includes(a), labs.length);
     const sel = document.createElement("select");
     sel.className = "add";
-    sel.innerHTML = '<option value="">add an action…</option>'
-      + A.data.labels.map((l) => `<option value="${l.id}">${l.name}</option>`).join("");
+    sel.append(new Option("add an action…", ""));
+    for (const l of A.data.labels) sel.append(new Option(l.name, l.id)); // as text, never as HTML
     sel.onchange = () => {
       const a = Number(sel.value);
       if (a && !div.querySelector(`input[data-action="${a}"]`)) addChoice(div, a, [], true, labs.length, sel);

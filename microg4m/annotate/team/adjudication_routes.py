@@ -5,14 +5,17 @@ excluded, reason, actions: {person: [ids]}, note}``) and ``POST /api/report``.""
 
 from __future__ import annotations
 
+import re
+
 from flask import Flask, g, jsonify, render_template
 
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
 from ..api import clip_boxes, palette_rgb
 from ..errors import Refused
+from ..store import check_reason
 from . import assign, decisions, history, report
 from .db import FINAL
-from .decisions import Snapshot, check_action, check_person, check_reason
+from .decisions import Snapshot, check_action, check_person
 
 MAX_NOTE = 1000
 
@@ -88,7 +91,7 @@ def install(app: Flask, project, ctx) -> None:
             raise Refused(400, f"actions must be an object person -> [action ids], got {given!r}")
         actions: dict[int, list[int]] = {}
         for key, ids in given.items():
-            pid = check_person(persons, c.clip_id, int(key) if isinstance(key, str) and key.isdigit() else key)
+            pid = check_person(persons, c.clip_id, int(key) if re.fullmatch(r"[0-9]{1,9}", key) else key)
             if not isinstance(ids, list):
                 raise Refused(400, f"actions of person {pid} must be a list of ids, got {ids!r}")
             ids = list(dict.fromkeys(check_action(project.label_ids, a) for a in ids))

@@ -2,7 +2,12 @@
 over the same JSON API (see app.py), limited to one's own labels and one's queue:
 ``GET /api/state``, ``GET /api/clips/<clip>``, ``POST /api/actions``, ``POST
 /api/screening``. An ``annotator`` parameter (query or body) may name the owner of the
-labels; any name but one's own is refused."""
+labels; any name but one's own is refused.
+
+Blind double annotation: an answer carries nothing about the co-annotators. A write
+answers with ``change``, the number of the change among one's own (history.ordinal; null
+when nothing changed), never with history seqs, which would count the rows written by
+others (and the final labels their agreement brings) in between."""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ from flask import Flask, g, jsonify, redirect, render_template, request
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
 from ..api import clip_boxes, clip_state, palette_rgb
 from ..errors import Refused
-from . import assign, decisions
-from .decisions import Snapshot, check_action, check_person, check_reason
+from ..store import check_reason
+from . import assign, decisions, history
+from .decisions import Snapshot, check_action, check_person
 
 
 def install(app: Flask, project, ctx) -> None:
@@ -32,10 +38,7 @@ def install(app: Flask, project, ctx) -> None:
     def state():
         me = ctx.owner(request.args.get("annotator"))
         c = ctx.conn()
-        assigned = project.assigned(c)
-        if any(clip.kept and clip_id not in assigned for clip_id, clip in res.clips().items()):
-            project.assign(c)  # a re-run of the workflow brought new clips
-        mine = assign.queue(c, me)
+        mine = assign.queue(c, me)  # new clips of a re-run join it at a login or a write (GET only reads)
         snap = Snapshot.read(c, me)
         clips = [my_state(res.clips()[cid], snap, me) for cid in mine if cid in res.clips()]
         return jsonify(
@@ -56,15 +59,21 @@ def install(app: Flask, project, ctx) -> None:
         out["actions"] = {str(p): acts.get((c.clip_id, p), []) for p in out["persons"]}
         return jsonify(out)
 
-    def settled(cn, c, persons: list[int], seqs: list[int]) -> list[int]:
-        """The seqs of an annotator's change, and of the final labels it brought in line."""
-        return seqs + decisions.settle(cn, c, persons, assign.annotators_of(cn, c.clip_id)) if seqs else seqs
+    def settled(cn, c, persons: list[int], me: str, seqs: list[int]) -> tuple[int | None, list[int]]:
+        """After an annotator's change (``seqs``): the clip's final labels brought in line.
+        Returns the number of the change among the annotator's own (None: nothing changed)
+        and every seq written (for ctx.write, which syncs the files when a final row changed)."""
+        if not seqs:
+            return None, seqs
+        final = decisions.settle(cn, c, persons, assign.annotators_of(cn, c.clip_id))
+        return history.ordinal(cn, me, seqs[-1]), seqs + final
 
     @app.post("/api/actions")
     @ctx.role("annotator")
     def change_action():
         data = ctx.body()
         me = ctx.owner(data.get("annotator"))
+        ctx.assign_new()
         op = data.get("op")
         if op not in ("add", "remove"):
             raise Refused(400, f"op must be 'add' or 'remove', got {op!r}")
@@ -76,16 +85,18 @@ def install(app: Flask, project, ctx) -> None:
             raise Refused(400, f"action must be an integer id, got {aid!r}")
         def fn(cn):
             acts, seqs = decisions.change_action(cn, me, c, persons, pid, aid, op == "add")
-            return acts, settled(cn, c, persons, seqs)
+            change, seqs = settled(cn, c, persons, me, seqs)
+            return (acts, change), seqs
 
-        acts, seqs = ctx.write(fn)
-        return jsonify(clip_id=c.clip_id, person_id=pid, actions=acts, seq=seqs)
+        (acts, change), _ = ctx.write(fn)
+        return jsonify(clip_id=c.clip_id, person_id=pid, actions=acts, change=change)
 
     @app.post("/api/screening")
     @ctx.role("annotator")
     def screening():
         data = ctx.body()
         me = ctx.owner(data.get("annotator"))
+        ctx.assign_new()
         c = ctx.my_clip(data.get("clip_id"), me)
         excluded = data.get("excluded")
         if not isinstance(excluded, bool):
@@ -93,8 +104,7 @@ def install(app: Flask, project, ctx) -> None:
         reason = check_reason(data.get("reason", ""))
         persons = res.persons(c.clip_id)
         def fn(cn):
-            seqs = decisions.change_exclusion(cn, me, c, excluded, reason)
-            return None, settled(cn, c, persons, seqs)
+            return settled(cn, c, persons, me, decisions.change_exclusion(cn, me, c, excluded, reason))
 
-        _, seqs = ctx.write(fn)
-        return jsonify(clip_id=c.clip_id, excluded=excluded, reason=reason if excluded else "", seq=seqs)
+        change, _ = ctx.write(fn)
+        return jsonify(clip_id=c.clip_id, excluded=excluded, reason=reason if excluded else "", change=change)

@@ -6,12 +6,13 @@ import argparse
 import csv
 import getpass
 import ipaddress
+import logging
 import sqlite3
 import sys
-from pathlib import Path
+from datetime import datetime, timezone
 
-from . import accounts
-from .db import connect
+from . import accounts, throttle
+from .db import connect, create_private, readable_by_others
 from .history import HistoryError
 from .options import Settings, settings
 
@@ -28,19 +29,31 @@ def _password(args: argparse.Namespace) -> str:
     return first
 
 
+def _locked(until: float) -> str:
+    return "locked until " + datetime.fromtimestamp(until, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def _user(args: argparse.Namespace, s: Settings):
     conn = connect(s.database, create=args.action == "add")
+    rules = accounts.PasswordRules(**(s.passwords or {})).check()
     try:
         if args.action == "list":
-            return "\n".join(f"{u['name']}\t{u['role']}\t{'active' if u['active'] else 'disabled'}\t{u['created']}"
-                             for u in accounts.users(conn))
+            locks = throttle.locks(conn)
+            lines = [f"{u['name']}\t{u['role']}\t{'active' if u['active'] else 'disabled'}\t{u['created']}"
+                     + (f"\t{_locked(locks[k])}" if (k := throttle.account_key(u['name'])) in locks else "")
+                     for u in accounts.users(conn)]
+            lines += [f"{k}\t\t\t\t{_locked(t)}" for k, t in locks.items() if k.startswith("address:")]
+            return "\n".join(lines)
         if not args.name:
             raise ValueError(f"user {args.action}: give the user name")
+        if args.action == "unlock":
+            key = args.name if args.name.startswith("address:") else throttle.account_key(args.name)
+            return f"unlocked {key}" if throttle.unlock(conn, key) else f"{key} was not locked"
         if args.action == "add":
-            accounts.add_user(conn, args.name, args.role, _password(args))
+            accounts.add_user(conn, args.name, args.role, _password(args), rules)
             return f"added {args.role} {args.name}"
         if args.action == "passwd":
-            accounts.set_password(conn, args.name, _password(args))
+            accounts.set_password(conn, args.name, _password(args), rules)
             return f"changed the password of {args.name} (their sessions are closed)"
         accounts.set_active(conn, args.name, args.action == "enable")
         return f"{args.action}d {args.name}"
@@ -49,10 +62,12 @@ def _user(args: argparse.Namespace, s: Settings):
 
 
 def _backup(s: Settings, dest: str) -> dict:
-    """SQLite's online backup: a consistent copy even while the server writes."""
-    if Path(dest).exists():
-        raise ValueError(f"{dest} exists; give a new file")
+    """SQLite's online backup: a consistent copy even while the server writes (mode 0600:
+    it holds the password hashes)."""
     src = connect(s.database, create=False)
+    if not create_private(dest):
+        src.close()
+        raise ValueError(f"{dest} exists; give a new file")
     try:
         out = sqlite3.connect(dest)
         try:
@@ -70,6 +85,8 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
     from .server import create_app
 
     server_settings = ServerSettings(**{k: v for k, v in (s.server or {}).items() if v is not None}).check()
+    if not logging.getLogger().handlers:  # refused logins and locks go to stderr (the server's log)
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s: %(message)s")
     conn = project.connect()
     try:
         started = project.start(conn)
@@ -78,6 +95,12 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
         conn.close()
     if not any(u["active"] for u in users):
         print("warning: no active account yet; add one with: microg4m team user add NAME", file=sys.stderr)
+    if lax := readable_by_others(s.database):
+        print(f"warning: other accounts can read the team database (it holds the password hashes): "
+              f"{', '.join(lax)}; chmod 600 them", file=sys.stderr)
+    if started["files_error"]:
+        print(f"warning: {started['files_error']}; serving, but until the files can be written every change "
+              f"that would change the final labels is refused (503, nothing saved)", file=sys.stderr)
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback
     except ValueError:
@@ -92,9 +115,11 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
         f"{started['assigned']} clips newly assigned, {server_settings.threads} threads "
         f"(Ctrl-C or SIGTERM to stop)", flush=True))
     done = project.finish()
+    files = (f"files in step ({len(done['written'])} rewritten)" if not done["files_error"]
+             else f"files NOT in step: {done['files_error']}")
     print(f"microg4m team: stopped cleanly: {stop['finished']} of {stop['in_flight']} requests in flight "
           f"finished ({stop['abandoned']} abandoned after {server_settings.shutdown_timeout:g} s), "
-          f"database closed, files in step ({len(done['written'])} rewritten)", file=sys.stderr, flush=True)
+          f"database closed, {files}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace):
@@ -132,6 +157,9 @@ def run(args: argparse.Namespace):
             return None
         if args.team_command == "rebuild":
             out = project.rebuild(conn, check=args.check)
+            if args.check and out["unwritable"]:
+                raise ValueError(f"{len(out['unwritable'])} values in the database hold text no file can take "
+                                 f"(first: {out['unwritable'][0]}); run: microg4m team rebuild (it mends them)")
             if args.check and out["differ"]:
                 raise ValueError(f"differ from the history: {', '.join(out['differ'])} (run: microg4m team rebuild)")
             return out

@@ -4,6 +4,10 @@
 power loss, so a change the server has acknowledged (it answers after COMMIT) is never
 lost. Writers take the write lock at the start (``BEGIN IMMEDIATE``) and wait for each
 other (``busy_timeout``); readers never block them (WAL).
+
+The file holds the password hashes: it is created readable and writable by its owner
+only (0600), and SQLite gives its write-ahead log and shared-memory files (``-wal``,
+``-shm``) the database file's permissions; backups (:func:`create_private`) too.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ SCHEMA_VERSION = "2"  # 2: the kinds of the captions and QA pairs (vqa_review.py
 FINAL = "@final"  # the layer of the final labels (annotator names cannot contain '@')
 AUTO = "@auto"  # who: the server, when all annotators of a clip agree
 IMPORT = "@import"  # who: labels found in the workflow's files when team mode started
+REPAIR = "@repair"  # who: microg4m team rebuild, mending text no file can take (history.repair)
 
 CHANGES = """
 -- The history: one row per change of one value, never updated or deleted.
@@ -58,6 +63,12 @@ CREATE TABLE IF NOT EXISTS sessions (
     created TEXT NOT NULL,
     expires REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS login_failures (   -- login throttling (throttle.py)
+    key TEXT PRIMARY KEY,              -- account:NAME or address:ADDR
+    failures INTEGER NOT NULL,         -- attempts counted since 'since'
+    since REAL NOT NULL,
+    locked_until REAL NOT NULL         -- 0: not locked
+);
 CREATE TABLE IF NOT EXISTS assignments (
     clip_id TEXT NOT NULL,
     annotator TEXT NOT NULL REFERENCES users (name),
@@ -83,6 +94,32 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
+PRIVATE = 0o600
+
+
+def create_private(path: str | os.PathLike) -> bool:
+    """Create ``path`` empty with mode 0600 unless it exists; whether it created it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE)
+    except FileExistsError:
+        return False
+    os.close(fd)
+    os.chmod(path, PRIVATE)  # whatever the umask
+    return True
+
+
+def readable_by_others(path: str | os.PathLike) -> list[str]:
+    """The database's files (the file, -wal, -shm) that other accounts may read or write."""
+    out = []
+    for p in (Path(path), Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            if p.stat().st_mode & 0o077:
+                out.append(f"{p} (mode {p.stat().st_mode & 0o777:04o})")
+        except FileNotFoundError:
+            pass
+    return out
+
+
 def connect(path: str | os.PathLike, create: bool = True, setup: bool = True) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are explicit, see :func:`transaction`).
 
@@ -93,6 +130,7 @@ def connect(path: str | os.PathLike, create: bool = True, setup: bool = True) ->
     if not create and not path.is_file():
         raise ValueError(f"team database {path} not found (add a user first: microg4m team user add NAME)")
     path.parent.mkdir(parents=True, exist_ok=True)
+    create_private(path)  # 0600 before SQLite opens it (its -wal and -shm follow the file's mode)
     conn = sqlite3.connect(path, timeout=BUSY_MS / 1000, isolation_level=None, check_same_thread=False)
     try:
         conn.row_factory = sqlite3.Row

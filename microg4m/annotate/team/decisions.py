@@ -88,7 +88,7 @@ def status(snap: Snapshot, clip: str, persons: list[int], assigned: list[str]) -
     return "agreed" if all(d == decs[0] for d in decs) else "disagree"
 
 
-# ---------------------------------------------------------------- checks (as store.py words them)
+# ---------------------------------------------------------------- checks (as store.py words them; reasons: store.check_reason)
 
 
 def check_person(persons: list[int], clip_id: str, person_id) -> int:
@@ -105,15 +105,6 @@ def check_action(label_ids: set[int], action) -> int:
     if action not in label_ids:
         raise Refused(422, f"unknown action id {action} (not in the label map)")
     return action
-
-
-def check_reason(reason, what: str = "reason", limit: int = MAX_REASON) -> str:
-    if not isinstance(reason, str):
-        raise Refused(400, f"{what} must be a string, got {reason!r}")
-    reason = " ".join(reason.split())
-    if len(reason) > limit:
-        raise Refused(422, f"{what} is {len(reason)} characters long (at most {limit})")
-    return reason
 
 
 # ---------------------------------------------------------------- an annotator's changes

@@ -7,7 +7,10 @@
 
 The same final labels always give the same bytes, so a rebuild from the history can be
 compared with the files byte for byte. Files are written atomically under the folder
-lock of store.py. A file that is not what team mode wrote last (edited by hand, written
+lock of store.py, inside the database transaction that changed the final labels (the
+write lock first, then the folder lock, always in that order): a file that cannot be
+written (:class:`FilesError`) rolls the change back, so the database and the files stay
+in step. A file that is not what team mode wrote last (edited by hand, written
 by single-user mode, or there before team mode started) is first moved aside to
 ``NAME.<UTC time>.bak``; on the first start its content is taken into the history as
 final labels by ``@import``.
@@ -15,6 +18,7 @@ final labels by ``@import``.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -46,6 +50,20 @@ def render(snap: Snapshot) -> tuple[str, str]:
 
 def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+class FilesError(ValueError):
+    """A workflow file that cannot be written (the folder, the disk, or text that does not
+    encode); the message names the file and the reason."""
+
+
+@contextlib.contextmanager
+def writing(conn: sqlite3.Connection, lock_path: Path):
+    """The database's write transaction (the caller's, or a new one), then the folder lock
+    of ``lock_path``: the one order in which team mode takes the two."""
+    own = contextlib.nullcontext() if conn.in_transaction else transaction(conn)
+    with own, folder_lock(lock_path):
+        yield
 
 
 class FinalFiles:
@@ -90,11 +108,12 @@ class FinalFiles:
     def sync(self, conn: sqlite3.Connection, snap: Snapshot | None = None) -> list[Path]:
         """Write the files from the final labels in the database (or ``snap``) if they differ.
 
-        Returns the files written. Under the folder lock the latest committed state is read,
-        so concurrent callers leave the files at the latest state.
+        Returns the files written; :class:`FilesError` when one cannot be written. Runs in
+        the caller's write transaction (else its own), so writers take turns and the files
+        hold the state of the latest one; a failure rolls the caller's change back.
         """
         written = []
-        with folder_lock(self.actions):
+        with writing(conn, self.actions):
             texts = render(snap if snap is not None else Snapshot.read(conn, FINAL))
             for path, text in zip(self.paths(), texts):
                 if write_tracked(conn, path, text):
@@ -103,18 +122,27 @@ class FinalFiles:
 
 
 def write_tracked(conn: sqlite3.Connection, path: Path, text: str) -> bool:
-    """Write ``path`` atomically if it differs from ``text`` (the caller holds its folder
-    lock); a file that is not what team mode wrote last is first moved aside to
-    ``NAME.<UTC time>.bak``. Returns whether it wrote."""
-    data = text.encode("utf-8")
-    on_disk = path.read_bytes() if path.is_file() else None
-    key = f"written:{path.resolve()}"
-    if on_disk == data:
-        return False
-    if on_disk is not None and _digest(on_disk) != get_meta(conn, key):
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        os.replace(path, path.with_name(f"{path.name}.{stamp}.bak"))
-    write_text(path, text)
-    with transaction(conn):
-        set_meta(conn, key, _digest(data))
+    """Write ``path`` atomically if it differs from ``text`` (the caller holds the write
+    transaction and the folder lock); a file that is not what team mode wrote last is
+    first moved aside to ``NAME.<UTC time>.bak``. Returns whether it wrote;
+    :class:`FilesError` when it cannot."""
+    assert conn.in_transaction
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise FilesError(f"cannot write {path}: the database holds text that does not encode to UTF-8 "
+                         f"({exc.object[exc.start:exc.end]!r}, written before microg4m checked it); "
+                         f"run microg4m team rebuild to repair it") from None
+    try:
+        on_disk = path.read_bytes() if path.is_file() else None
+        key = f"written:{path.resolve()}"
+        if on_disk == data:
+            return False
+        if on_disk is not None and _digest(on_disk) != get_meta(conn, key):
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+            os.replace(path, path.with_name(f"{path.name}.{stamp}.bak"))
+        write_text(path, text)
+    except OSError as exc:
+        raise FilesError(f"cannot write {path}: {exc.strerror or exc}") from None
+    set_meta(conn, key, _digest(data))
     return True

@@ -9,7 +9,9 @@ clip-level kinds use person 0. No value (an empty list, an included clip) is sto
 
 :func:`put` appends one row (who, when, key, before, after) and updates ``current`` in
 the caller's transaction; :func:`replay` rebuilds every latest value from the history
-alone and checks that each row's ``before`` is what the rows before it left.
+alone and checks that each row's ``before`` is what the rows before it left;
+:func:`repair` mends values that cannot go into a file (text stored before the server
+checked it: a lone surrogate, a control character) by appending a change by ``@repair``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from .db import now
+from microg4m.common.text import repair_value, value_problem
+from .db import REPAIR, now, transaction
 
 KINDS = ("actions", "exclusion", "note", "resolved", "text", "text_note", "text_resolved")  # text*: vqa_review.py
 Key = tuple  # (layer, kind, clip_id, person_id)
@@ -80,6 +83,16 @@ def current(conn: sqlite3.Connection, layer: str | None = None, clip_id: str | N
             for r in conn.execute(sql, args)}
 
 
+def ordinal(conn: sqlite3.Connection, layer: str, seq: int | None) -> int | None:
+    """The number of the row ``seq`` among the rows of ``layer`` (1 for its first change):
+    what an annotator is told of their own change. A global seq would not do: the gaps
+    between one's own seqs count the rows others wrote in between, the final labels
+    included, and so tell whether the co-annotators chose the same."""
+    if seq is None:
+        return None
+    return conn.execute("SELECT COUNT(*) FROM changes WHERE layer = ? AND seq <= ?", (layer, seq)).fetchone()[0]
+
+
 class HistoryError(ValueError):
     """The history contradicts itself (a row's ``before`` is not what came before it)."""
 
@@ -106,3 +119,20 @@ def rows(conn: sqlite3.Connection, since: int = 0, clip_id: str | None = None, w
     if who is not None:
         sql, args = sql + " AND who = ?", args + [who]
     return [dict(r) for r in conn.execute(sql + " ORDER BY seq", args)]
+
+
+def unwritable(values: dict[Key, Value]) -> dict[Key, str]:
+    """The latest values that hold text no file can take (key -> why)."""
+    return {k: why for k, v in values.items() if (why := value_problem(v.value)) is not None}
+
+
+def repair(conn: sqlite3.Connection) -> list[Key]:
+    """Append, by ``@repair``, the mended value of every latest value that no file can take
+    (lone surrogates become U+FFFD, other control characters a space); returns their keys.
+    The history keeps the rows as they were: nothing is updated or deleted."""
+    with transaction(conn):
+        bad = unwritable(current(conn))
+        for (layer, kind, clip, person) in sorted(bad):
+            v = current(conn, layer, clip)[(layer, kind, clip, person)]
+            put(conn, REPAIR, layer, kind, clip, v.clip_type, person, repair_value(v.value))
+    return sorted(bad)

@@ -27,6 +27,8 @@ class Settings:
     session_hours: float
     vqa_reviews: str | None = None  # config vqa.reviews (None: vqa_reviews.json beside the actions)
     server: dict | None = None  # config team.server (threads, timeouts); None: the defaults
+    passwords: dict | None = None  # config team.passwords (min_length, min_strength); None: the defaults
+    login: dict | None = None  # config team.login (throttling); None: the defaults
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -56,10 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--session-hours", type=float, default=None, help="login lifetime (config: team.session_hours)")
     p.add_argument("--threads", type=int, default=None,
                    help="requests answered at once (config: team.server.threads)")
+    p.add_argument("--trusted-proxy", default=None, metavar="ADDR",
+                   help="address of the TLS reverse proxy whose X-Forwarded-For/-Proto headers are believed "
+                        "(config: team.server.trusted_proxy; docs/team.md)")
 
-    p = sub.add_parser("user", help="manage accounts: add, passwd, disable, enable, list")
+    p = sub.add_parser("user", help="manage accounts: add, passwd, disable, enable, unlock, list")
     _common(p)
-    p.add_argument("action", choices=["add", "passwd", "disable", "enable", "list"])
+    p.add_argument("action", choices=["add", "passwd", "disable", "enable", "unlock", "list"],
+                   help="unlock NAME: lift a login lock (failed logins) of the account, or of an address "
+                        "given as address:ADDR")
     p.add_argument("name", nargs="?")
     p.add_argument("--role", choices=["annotator", "adjudicator"], default="annotator")
     p.add_argument("--password-stdin", action="store_true",
@@ -89,7 +96,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 _SETTINGS = {"results": "results", "database": "team.database", "actions": "export.actions",
              "screening": "filter.screening", "label_map": "export.label_map", "report_dir": "team.report_dir",
              "per_clip": "team.annotators_per_clip", "session_hours": "team.session_hours",
-             "vqa_reviews": "vqa.reviews", "threads": "team.server.threads"}
+             "vqa_reviews": "vqa.reviews", "threads": "team.server.threads",
+             "trusted_proxy": "team.server.trusted_proxy"}
 
 
 def settings(args: argparse.Namespace) -> Settings:
@@ -102,4 +110,4 @@ def settings(args: argparse.Namespace) -> Settings:
                     screening=cfg["filter"]["screening"], label_map=cfg["export"]["label_map"],
                     report_dir=team["report_dir"], per_clip=team["annotators_per_clip"],
                     session_hours=team["session_hours"], vqa_reviews=cfg["vqa"]["reviews"],
-                    server=dict(team["server"]))
+                    server=dict(team["server"]), passwords=dict(team["passwords"]), login=dict(team["login"]))

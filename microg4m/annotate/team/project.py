@@ -13,10 +13,10 @@ from pathlib import Path
 from microg4m.formats.labels import read_label_map
 from ..results import Results
 from ..vqa_store import Drafts
-from . import accounts, assign, history, report, text_agreement, vqa_review
+from . import accounts, assign, history, report, text_agreement, throttle, vqa_review
 from .db import FINAL, connect, transaction
 from .decisions import Snapshot, settle
-from .files import FinalFiles, render
+from .files import FilesError, FinalFiles, render
 from .options import Settings
 from .vqa_files import ReviewsFile
 
@@ -32,6 +32,8 @@ class Project:
         self.reviews = ReviewsFile(settings.vqa_reviews or Path(settings.actions).parent / "vqa_reviews.json")
         self.drafts = Drafts(self.results)
         self.db_path = Path(settings.database)
+        self.password_rules = accounts.PasswordRules(**(settings.passwords or {})).check()
+        self.login_limits = throttle.Limits(**(settings.login or {})).check()
         connect(self.db_path, create=create).close()  # creates the tables; a bad file fails here
 
     def connect(self) -> sqlite3.Connection:
@@ -51,64 +53,96 @@ class Project:
             self.settle(conn, list(new))
         return new
 
+    def assign_new(self, conn: sqlite3.Connection) -> dict[str, list[str]]:
+        """Assign the kept clips a re-run of the workflow brought, if any (at a login and at
+        an annotator's write; never on a GET, which only reads)."""
+        assigned = self.assigned(conn)
+        if any(clip.kept and cid not in assigned for cid, clip in self.results.clips().items()):
+            return self.assign(conn)
+        return {}
+
     def settle(self, conn: sqlite3.Connection, clip_ids: list[str] | None = None) -> int:
         """Re-apply the agreement rule to clips (default: every assigned clip); writes the files."""
         assigned = self.assigned(conn)
         n = texts = 0
-        with transaction(conn):
+        with transaction(conn):  # the files in the same transaction: a file that cannot be written undoes it
             for c in sorted(assigned if clip_ids is None else set(clip_ids) & set(assigned)):
                 clip = self.results.clip(c)
                 n += len(settle(conn, clip, self.results.persons(c), assigned[c]))
                 texts += len(vqa_review.settle(conn, clip, assigned[c]))
-        if n:
-            self.files.sync(conn)
-        if texts:
-            self.reviews.sync(conn)
+            if n:
+                self.files.sync(conn)
+            if texts:
+                self.reviews.sync(conn)
         return n + texts
 
     def start(self, conn: sqlite3.Connection) -> dict:
-        """What serve does first: take in existing labels, assign, settle, write the files."""
+        """What serve does first: take in existing labels, assign, settle, write the files.
+
+        A file that cannot be written does not stop the start: ``files_error`` says why
+        (the server then refuses every change of the final labels until it can)."""
         imported = self.files.import_once(conn, self.results, self.label_ids)
         imported_texts = self.reviews.import_once(conn, self.results)
-        new = self.assign(conn)
-        settled = self.settle(conn)
-        written = self.files.sync(conn) + self.reviews.sync(conn)
-        return {"imported": imported, "imported_texts": imported_texts, "assigned": len(new), "settled": settled,
-                "written": [str(p) for p in written]}
+        out = {"imported": imported, "imported_texts": imported_texts, "assigned": 0, "settled": 0, "written": [],
+               "files_error": None}
+        try:
+            out["assigned"] = len(self.assign(conn))
+            out["settled"] = self.settle(conn)
+            out["written"] = [str(p) for p in self.files.sync(conn) + self.reviews.sync(conn)]
+        except FilesError as exc:
+            out["files_error"] = str(exc)
+        return out
 
     def finish(self) -> dict:
         """What a clean stop does last: the files in step with the database, the WAL merged
-        into the database file, the connection closed."""
+        into the database file, the connection closed. ``files_error``: why the files could
+        not be written (the database is complete either way)."""
         conn = self.connect()
+        out = {"written": [], "files_error": None}
         try:
-            written = self.files.sync(conn) + self.reviews.sync(conn)
+            try:
+                out["written"] = [str(p) for p in self.files.sync(conn) + self.reviews.sync(conn)]
+            except FilesError as exc:
+                out["files_error"] = str(exc)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         finally:
             conn.close()
-        return {"written": [str(p) for p in written]}
+        return out
 
     # ------------------------------------------------------------ history and files
     def rebuild(self, conn: sqlite3.Connection, check: bool = False) -> dict:
-        """Replay the history; write (or with ``check`` compare) the workflow's files."""
+        """Replay the history; write (or with ``check`` compare) the workflow's files.
+
+        Values no file can take (text stored before the server checked it) are listed in
+        ``unwritable``; without ``check`` they are first mended by ``@repair`` (history.repair)."""
+        replayed = self._replay(conn)
+        out = {"changes": conn.execute("SELECT COUNT(*) FROM changes").fetchone()[0], "differ": [],
+               "unwritable": [f"{'/'.join(map(str, k))}: {why}" for k, why in history.unwritable(replayed).items()]}
+        if not check and out["unwritable"]:
+            out["repaired"] = len(history.repair(conn))
+            replayed = self._replay(conn)
+        snap = Snapshot.of({k: v for k, v in replayed.items() if k[0] == FINAL})
+        finals = vqa_review.of({k: v for k, v in replayed.items() if k[0] == FINAL})
+        expected = [*render(snap), self.reviews.expected(finals)]
+        for path, text in zip([*self.files.paths(), self.reviews.path], expected):
+            on_disk = path.read_bytes() if path.is_file() else None
+            want = None if text is None else text.encode("utf-8", "surrogatepass")
+            if on_disk != want:
+                out["differ"].append(str(path))
+        if not check:
+            out["written"] = [str(p) for p in self.files.sync(conn, snap) + self.reviews.sync(conn, finals)]
+            out["report"] = self.write_report(conn)
+        return out
+
+    def _replay(self, conn: sqlite3.Connection) -> dict:
+        """Every latest value from the history, checked against the stored ones."""
         replayed = history.replay(conn)
         stored = history.current(conn)
         if replayed != stored:
             diff = sorted({repr(kv) for kv in replayed.items()} ^ {repr(kv) for kv in stored.items()})[:5]
             raise history.HistoryError(f"{self.db_path}: the current values are not what the history gives "
                                        f"(first differences: {diff})")
-        snap = Snapshot.of({k: v for k, v in replayed.items() if k[0] == FINAL})
-        texts = render(snap)
-        out = {"changes": conn.execute("SELECT COUNT(*) FROM changes").fetchone()[0], "differ": []}
-        for path, text in zip(self.files.paths(), texts):
-            if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
-                out["differ"].append(str(path))
-        finals = vqa_review.of({k: v for k, v in replayed.items() if k[0] == FINAL})
-        if self.reviews.differs(finals):
-            out["differ"].append(str(self.reviews.path))
-        if not check:
-            out["written"] = [str(p) for p in self.files.sync(conn, snap) + self.reviews.sync(conn, finals)]
-            out["report"] = self.write_report(conn)
-        return out
+        return replayed
 
     # ------------------------------------------------------------ agreement
     def figures(self, conn: sqlite3.Connection) -> dict:

@@ -1,25 +1,35 @@
 """The team server (Flask): login, each annotator's page, the adjudication page.
 
-Every request passes, in this order: the Host/Origin guard (guard.py); the session (a
-random token in the ``__Host-`` cookie, Secure, HttpOnly, SameSite=Strict, looked up in
-the database); for a state-changing request, the session's CSRF token in the
-``X-CSRF-Token`` header (the login form carries its own, paired with a login cookie);
-then the role of the route. Refusals are JSON ``{"error": ...}`` with 401 (not logged
-in), 403 (CSRF, role, another annotator's labels, a clip outside one's queue) or the
-4xx of the bad value; nothing is written.
+Every request passes, in this order: the Host/Origin guard (guard.py: the same scheme,
+host and port; the body size, the framing headers); the session (a random token in the
+``__Host-`` cookie, Secure, HttpOnly, SameSite=Strict, looked up in the database); for a
+state-changing request, the session's CSRF token in the ``X-CSRF-Token`` header (the
+login form carries its own: paired with a login cookie, handed out and taken back
+server-side, good once); then the role of the route. Refusals are JSON ``{"error": ...}``
+with 401 (not logged in), 403 (CSRF, role, another annotator's labels, a clip outside
+one's queue) or the 4xx of the bad value; nothing is written.
+
+Logins are throttled per account and per client address (throttle.py, config
+``team.login``): a locked one is refused (429) without checking the password; every
+refused login is a line in the server's log (logger ``microg4m.team``), and a new lock a
+warning there (``microg4m team user list`` shows the locks, ``user unlock`` lifts one).
+A login also assigns the clips a re-run of the workflow brought (GETs never write).
 
 The pages, by area: the annotator's page (annotator_routes.py), the adjudication page
 (adjudication_routes.py), the captions and QA pairs (vqa_routes.py: the editors of
 single-user mode, ``/adjudicate/captions``); the frames and videos are api.py's, for
 annotators only within their queue. Every write answers after its transaction is
-committed (synced), with the history seqs it appended (``seq``).
+committed (synced): the adjudicator's with the history seqs it appended (``seq``), an
+annotator's with the number of the change among their own (``change``; blind, see
+annotator_routes.py).
 """
 
 from __future__ import annotations
 
 import functools
-import secrets
+import logging
 import sqlite3
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -28,8 +38,9 @@ from flask import Flask, Response, g, jsonify, redirect, render_template, reques
 from ..api import install_errors, install_media, json_body
 from ..errors import Refused
 from ..guard import install as install_guard
-from . import accounts, adjudication_routes, annotator_routes, assign, vqa_routes
+from . import accounts, adjudication_routes, annotator_routes, assign, throttle, vqa_routes
 from .db import FINAL, transaction
+from .files import FilesError
 from .project import Project
 
 ANNOTATE = Path(__file__).resolve().parent.parent  # templates/ and static/ of the annotation page
@@ -37,13 +48,13 @@ COOKIE = "__Host-microg4m-team"
 LOGIN_COOKIE = "__Host-microg4m-login"
 CSRF_HEADER = "X-CSRF-Token"
 PUBLIC = {"login", "login_post", "static", "favicon"}
+log = logging.getLogger("microg4m.team")
 
 
 def create_app(project: Project, hosts, session_hours: float | None = None) -> Flask:
     app = Flask(__name__, template_folder=str(ANNOTATE / "templates"), static_folder=str(ANNOTATE / "static"))
     app.json.sort_keys = False
-    app.config["MAX_CONTENT_LENGTH"] = 1 << 20
-    install_guard(app, hosts)
+    install_guard(app, hosts)  # Host/Origin, the body size limit, the framing headers
     res = project.results
     hours = session_hours or project.settings.session_hours
     labels = [{"id": int(r.id), "name": r.name, "label_type": r.label_type} for r in project.label_map.itertuples()]
@@ -82,13 +93,6 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
                 return jsonify(error="refused: the CSRF token does not match this session"), 403
         return None
 
-    @app.after_request
-    def _headers(resp):
-        resp.headers.setdefault("X-Frame-Options", "DENY")  # no clicks on labels through another site's frame
-        resp.headers.setdefault("X-Content-Type-Options", "nosniff")
-        resp.headers.setdefault("Referrer-Policy", "same-origin")
-        return resp
-
     def role(name: str):
         def wrap(fn):
             @functools.wraps(fn)
@@ -110,22 +114,53 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
     def cookie(resp, name: str, value: str, max_age: int) -> None:
         resp.set_cookie(name, value, max_age=max_age, path="/", secure=True, httponly=True, samesite="Strict")
 
+    def assign_new() -> None:
+        """Assign the clips a re-run brought (at a login or a write); a file that cannot be
+        written only delays it (logged), it does not fail the request."""
+        try:
+            project.assign_new(conn())
+        except FilesError as exc:
+            log.warning("new clips not assigned yet: %s", exc)
+
     # ------------------------------------------------------------ login
+    forms = accounts.LoginForms()
+    limits = project.login_limits
+
     @app.get("/login")
     def login(error: str = "", status: int = 200):
-        token = secrets.token_urlsafe(24)
+        token = forms.issue()
         resp = Response(render_template("team_login.html", csrf=token, error=error), status=status)
-        cookie(resp, LOGIN_COOKIE, token, 3600)
+        cookie(resp, LOGIN_COOKIE, token, int(forms.max_age))
         return resp
 
     @app.post("/login")
     def login_post():
         form = request.form
-        if not accounts.same_token(form.get("csrf"), request.cookies.get(LOGIN_COOKIE)):
+        token = form.get("csrf")
+        if not (accounts.same_token(token, request.cookies.get(LOGIN_COOKIE)) and forms.take(token)):
             return login("The login form expired or came from elsewhere; try again.", 403)
-        user = accounts.verify(conn(), form.get("name", ""), form.get("password", ""))
+        name, addr = form.get("name", ""), request.remote_addr or "unknown"
+        who = f"{name[:60]!r} from {addr}"
+        valid = name if accounts.ANNOTATOR.fullmatch(name) else None
+        attempt = throttle.begin(conn(), limits, valid, addr)
+        if attempt.locked:
+            key, until = attempt.locked
+            when = time.strftime("%H:%M:%S UTC", time.gmtime(until))
+            log.warning("login refused: %s: %s is locked until %s (too many failed logins)", who, key, when)
+            resp = login(f"Too many failed logins; try again after {when}.", 429)
+            resp.headers["Retry-After"] = str(max(1, int(until - time.time()) + 1))
+            return resp
+        user = accounts.verify(conn(), name, form.get("password", ""))
         if user is None:
+            counts = ", ".join(f"{k} {n} of {limit}" for k, n, limit in attempt.counts)
+            log.warning("login refused: %s: wrong name or password, or the account is disabled (%s)", who, counts)
+            for key in attempt.armed:
+                log.warning("LOCKED %s for %g s after too many failed logins (the last %s); "
+                            "lift it with: microg4m team user unlock %s", key, limits.lock_seconds, who,
+                            key.removeprefix("account:"))
             return login("Wrong name or password (or the account is disabled).", 401)
+        throttle.succeeded(conn(), attempt)
+        assign_new()  # the clips a re-run of the workflow brought
         resp = redirect("/adjudicate" if user["role"] == "adjudicator" else "/", code=303)
         cookie(resp, COOKIE, accounts.open_session(conn(), user["name"], hours), int(hours * 3600))
         resp.delete_cookie(LOGIN_COOKIE, path="/", secure=True, httponly=True, samesite="Strict")
@@ -147,14 +182,18 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
 
     def write(fn, sync=None, kinds: tuple = ()):
         """Run ``fn(conn)`` in one transaction; if it changed a final row (of ``kinds``, when
-        given), bring the files in step: ``sync(conn)``, by default the label files."""
+        given), bring the files in step in the same transaction: ``sync(conn)``, by default
+        the label files. A file that cannot be written rolls the change back (503)."""
         c = conn()
-        with transaction(c):
-            out, seqs = fn(c)
-        of_kind = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
-        final = f"SELECT 1 FROM changes WHERE layer = ?{of_kind} AND seq IN ({','.join('?' * len(seqs))})"
-        if seqs and c.execute(final, (FINAL, *kinds, *seqs)).fetchone():
-            (sync or project.files.sync)(c)
+        try:
+            with transaction(c):
+                out, seqs = fn(c)
+                of_kind = f" AND kind IN ({','.join('?' * len(kinds))})" if kinds else ""
+                final = f"SELECT 1 FROM changes WHERE layer = ?{of_kind} AND seq IN ({','.join('?' * len(seqs))})"
+                if seqs and c.execute(final, (FINAL, *kinds, *seqs)).fetchone():
+                    (sync or project.files.sync)(c)
+        except FilesError as exc:
+            raise Refused(503, f"not saved (nothing was changed): {exc}") from None
         return out, seqs
 
     # ------------------------------------------------------------ frames (annotators: their queue only)
@@ -165,7 +204,7 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
 
     install_media(app, res, readable_clip, cache_control="private, no-cache")
     ctx = SimpleNamespace(conn=conn, role=role, body=json_body, owner=owner, my_clip=my_clip, write=write,
-                          labels=labels)
+                          labels=labels, assign_new=assign_new)
     for area in (annotator_routes, adjudication_routes, vqa_routes):
         area.install(app, project, ctx)
     return app

@@ -25,10 +25,9 @@ import sqlite3
 from pathlib import Path
 
 from microg4m.vqa.rules import VQAError, check_entry, read_reviews_doc
-from ..store import folder_lock
 from . import history
 from .db import FINAL, IMPORT, get_meta, now, set_meta, transaction
-from .files import write_tracked
+from .files import writing, write_tracked
 from .vqa_review import RESOLVED, TEXT, ClipTexts, file_entry, provenance, read
 
 VERSION = 1
@@ -84,14 +83,10 @@ class ReviewsFile:
         text = render(texts)
         return render_empty() if text is None and self.path.is_file() else text
 
-    def differs(self, texts: dict[str, ClipTexts]) -> bool:
-        text = self.expected(texts)
-        on_disk = self.path.read_bytes() if self.path.is_file() else None
-        return on_disk != (text.encode("utf-8") if text is not None else None)
-
     def sync(self, conn: sqlite3.Connection, texts: dict[str, ClipTexts] | None = None) -> list[Path]:
-        """Write the file from the final texts in the database (or ``texts``) if it differs."""
-        with folder_lock(self.path):
+        """Write the file from the final texts in the database (or ``texts``) if it differs
+        (in the caller's write transaction, else its own; :class:`FilesError` when it cannot)."""
+        with writing(conn, self.path):
             text = self.expected(texts if texts is not None else read(conn))
             if text is None:
                 return []

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from microg4m.vqa.rules import VQAError, check_entry, one_line
 from ..errors import Refused
+from ..store import check_reason
 from . import history
 from .db import AUTO, FINAL, now
 
@@ -120,12 +121,7 @@ def check_text(clip_id: str, caption, qa_pairs, reviewed: bool = True) -> tuple[
 
 
 def check_note(note) -> str:
-    if not isinstance(note, str):
-        raise Refused(400, f"note must be a string, got {note!r}")
-    note = one_line(note)
-    if len(note) > MAX_NOTE:
-        raise Refused(422, f"note is {len(note)} characters long (at most {MAX_NOTE})")
-    return note
+    return check_reason(note, "note", MAX_NOTE)
 
 
 def provenance(draft: dict | None) -> dict | None:

@@ -9,7 +9,8 @@ same API, limited to their own version and their queue:
 * ``POST /api/vqa``: ``{clip_id, caption, qa_pairs, reviewed, base, from_draft}``; refused
   (4xx, nothing written) when a rule is broken, the clip is not in one's queue or
   ``base`` is not the version's current ``updated`` time. Answers after the commit with
-  the history seqs (``seq``) and the clip's text status.
+  ``change``, the number of the change among one's own, and nothing about the
+  co-reviewers (no status: blind review).
 
 Adjudicators get ``/adjudicate/captions``: ``GET /api/text-adjudication`` (clips with
 their text status, the text agreement figures), ``GET /api/text-adjudication/<clip>``
@@ -24,7 +25,7 @@ from flask import Flask, g, jsonify, render_template, request
 
 from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
 from ..api import clip_boxes, palette_rgb
-from . import assign, text_agreement, vqa_review
+from . import assign, history, text_agreement, vqa_review
 
 
 def _draft_view(d: dict | None) -> dict | None:
@@ -85,21 +86,22 @@ def install(app: Flask, project, ctx) -> None:
     def vqa_save():
         data = ctx.body()
         me = ctx.owner(data.get("annotator"))
+        ctx.assign_new()
         c = ctx.my_clip(data.get("clip_id"), me)
         draft = vqa_review.provenance(project.drafts().get(c.clip_id)) if data.get("from_draft") is True else None
 
         def fn(cn):
             version, seqs = vqa_review.save_version(cn, me, c, data.get("caption"), data.get("qa_pairs"),
                                                     data.get("reviewed"), data.get("base"), draft)
+            change = history.ordinal(cn, me, seqs[-1]) if seqs else None
             if seqs:
                 seqs += vqa_review.settle(cn, c, assign.annotators_of(cn, c.clip_id))
-            return version, seqs
+            return (version, change), seqs
 
-        version, seqs = write(fn)
-        cn = ctx.conn()
-        st = vqa_review.status(vqa_review.read_clip(cn, c.clip_id), assign.annotators_of(cn, c.clip_id))
+        (version, change), _ = write(fn)
+        # blind: nothing about the co-reviewers (no status, no seqs; see annotator_routes.py)
         return jsonify(clip_id=c.clip_id, entry=_as_entry(version, me), warnings=pair_warnings(version["qa_pairs"]),
-                       seq=seqs, status=st)
+                       change=change)
 
     # ------------------------------------------------------------ adjudication
     @app.get("/adjudicate/captions")
