@@ -27,6 +27,7 @@ class Settings:
     session_hours: float
     vqa_reviews: str | None = None  # config vqa.reviews (None: vqa_reviews.json beside the actions)
     server: dict | None = None  # config team.server (threads, timeouts); None: the defaults
+    frame_cache_mb: int | None = None  # config annotate.frame_cache_mb; None: the schema's default
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -102,4 +103,4 @@ def settings(args: argparse.Namespace) -> Settings:
                     screening=cfg["filter"]["screening"], label_map=cfg["export"]["label_map"],
                     report_dir=team["report_dir"], per_clip=team["annotators_per_clip"],
                     session_hours=team["session_hours"], vqa_reviews=cfg["vqa"]["reviews"],
-                    server=dict(team["server"]))
+                    server=dict(team["server"]), frame_cache_mb=cfg["annotate"]["frame_cache_mb"])

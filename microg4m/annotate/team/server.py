@@ -163,7 +163,9 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
             return my_clip(clip_id, g.user["name"])
         return res.clip(clip_id)
 
-    install_media(app, res, readable_clip, cache_control="private, no-cache")
+    mb = project.settings.frame_cache_mb
+    install_media(app, res, readable_clip, cache_control="private, no-cache",
+                  frame_cache_bytes=None if mb is None else mb << 20)
     ctx = SimpleNamespace(conn=conn, role=role, body=json_body, owner=owner, my_clip=my_clip, write=write,
                           labels=labels)
     for area in (annotator_routes, adjudication_routes, vqa_routes):
