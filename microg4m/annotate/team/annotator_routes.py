@@ -32,12 +32,13 @@ def install(app: Flask, project, ctx) -> None:
     def state():
         me = ctx.owner(request.args.get("annotator"))
         c = ctx.conn()
+        on_page = res.clips()
         assigned = project.assigned(c)
-        if any(clip.kept and clip_id not in assigned for clip_id, clip in res.clips().items()):
+        if any(clip.kept and clip_id not in assigned for clip_id, clip in on_page.items()):
             project.assign(c)  # a re-run of the workflow brought new clips
         mine = assign.queue(c, me)
         snap = Snapshot.read(c, me)
-        clips = [my_state(res.clips()[cid], snap, me) for cid in mine if cid in res.clips()]
+        clips = [my_state(on_page[cid], snap, me) for cid in mine if cid in on_page]
         return jsonify(
             annotator=me, role="annotator", actions_file=f"{me}'s labels (team database)",
             screening_file=f"{len(clips)} clips in the queue", max_actions=MAX_ACTIONS,

@@ -91,6 +91,7 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
         f"microg4m team: http://{args.host}:{server.port}/  database {s.database}, "
         f"{started['assigned']} clips newly assigned, {server_settings.threads} threads "
         f"(Ctrl-C or SIGTERM to stop)", flush=True))
+    app.extensions["microg4m.team.close"]()
     done = project.finish()
     print(f"microg4m team: stopped cleanly: {stop['finished']} of {stop['in_flight']} requests in flight "
           f"finished ({stop['abandoned']} abandoned after {server_settings.shutdown_timeout:g} s), "
