@@ -32,6 +32,7 @@ class Project:
         self.reviews = ReviewsFile(settings.vqa_reviews or Path(settings.actions).parent / "vqa_reviews.json")
         self.drafts = Drafts(self.results)
         self.db_path = Path(settings.database)
+        self._all_assigned = None  # (the clips, the accounts) when every kept clip had an annotator
         connect(self.db_path, create=create).close()  # creates the tables; a bad file fails here
 
     def connect(self) -> sqlite3.Connection:
@@ -42,6 +43,20 @@ class Project:
         """clip -> its active annotators, for the clips on the page."""
         clips = self.results.clips()
         return {c: a for c, a in assign.assignments(conn, active_only=True).items() if c in clips}
+
+    def unassigned(self, conn: sqlite3.Connection) -> bool:
+        """Whether a kept clip on the page has no active annotator (the new clips of a re-run,
+        the clips of disabled annotators). Looked at again only when the clips on the page or
+        the accounts changed since it last found none (assignments never move)."""
+        clips = self.results.clips()
+        users = [tuple(r) for r in conn.execute("SELECT name, active FROM users ORDER BY name")]
+        if self._all_assigned is not None and self._all_assigned[0] is clips and self._all_assigned[1] == users:
+            return False
+        assigned = self.assigned(conn)
+        if any(clip.kept and c not in assigned for c, clip in clips.items()):
+            return True
+        self._all_assigned = (clips, users)
+        return False
 
     def assign(self, conn: sqlite3.Connection) -> dict[str, list[str]]:
         """Assign the kept clips that lack annotators, then settle the clips that changed."""
