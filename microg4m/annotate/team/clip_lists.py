@@ -28,6 +28,9 @@ BATCH = 20  # more clips to make again than this: read the annotator's labels at
 class _List:
     seq: int = 0  # the last history row taken into account
     entries: dict[str, tuple] = field(default_factory=dict)  # clip -> (Clip, persons, entry JSON, done)
+    shown: list[str] = field(default_factory=list)  # the clips of the last answer, in order
+    text: str = "[]"  # the last answer's JSON array
+    done: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -48,20 +51,26 @@ class ClipLists:
             changed = {r[0] for r in conn.execute(
                 "SELECT DISTINCT clip_id FROM changes WHERE seq > ? AND seq <= ? AND +layer = ?", (kept.seq, top, me))}
             shown, stale = [], []
+            entries = kept.entries
             for c in queue:
                 clip = clips.get(c)
                 if clip is None:
                     continue
-                persons = self.results.persons(c)
-                old = kept.entries.get(c)
-                if old is None or c in changed or old[0] != clip or old[1] != persons:
-                    stale.append((c, clip, persons))
                 shown.append(c)
+                persons = self.results.persons(c)
+                old = entries.get(c)
+                if old is None or c in changed or (old[0] is not clip and old[0] != clip) or old[1] != persons:
+                    stale.append((c, clip, persons))
+            if not stale and shown == kept.shown:
+                kept.seq = top
+                return kept.text, kept.done, len(shown)
             snap = Snapshot.read(conn, me) if len(stale) > BATCH else None
             for c, clip, persons in stale:
                 labels = snap or Snapshot.read(conn, me, c)
                 entry = clip_state(self.results, clip, labels.layer_actions(me), labels.layer_excluded(me))
-                kept.entries[c] = (clip, persons, json.dumps(entry, separators=(",", ":")), entry["done"])
-            kept.seq = top
-            return ("[" + ",".join(kept.entries[c][2] for c in shown) + "]",
-                    sum(kept.entries[c][3] for c in shown), len(shown))
+                entries[c] = (clip, persons, json.dumps(entry, separators=(",", ":")), entry["done"])
+            kept.shown = shown
+            kept.text = "[" + ",".join([entries[c][2] for c in shown]) + "]"
+            kept.done = sum(entries[c][3] for c in shown)
+            kept.seq = top  # only now: a failure above leaves these clips to be made again
+            return kept.text, kept.done, len(shown)
