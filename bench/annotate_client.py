@@ -200,24 +200,25 @@ def _choice(plan: Plan, *key) -> int:
     return plan.label_ids[h % len(plan.label_ids)]
 
 
-class Annotator:
+class User:
+    """One person at a page: the API connection, the frame connections (the same login), a
+    seeded random generator, the requests made (``done``) and the errors answered."""
+
     def __init__(self, name: str, port: int, plan: Plan, rec: Recorder, acks: Acks, stop: threading.Event,
                  timeout: float):
         self.name, self.plan, self.rec, self.acks, self.stop = name, plan, rec, acks, stop
         self.api = Http(port, rec, timeout)
         self.frames = [Http(port, rec, timeout) for _ in range(plan.frame_connections)]
         self.rng = random.Random(f"{plan.seed} {name}")
-        self.done = 0  # actions made
+        self.done = 0
         self.errors: list[str] = []
 
-    def think(self) -> None:
-        if self.plan.think > 0:
-            self.stop.wait(self.rng.uniform(0.5, 1.5) * self.plan.think)
-
-    def more(self) -> bool:
-        return self.done < self.plan.actions and not self.stop.is_set()
+    def think(self, times: float = 1) -> bool:
+        """Pause about ``times`` thinking times; False once the session is over."""
+        return not self.stop.wait(self.rng.uniform(0.5, 1.5) * self.plan.think * times)
 
     def call(self, method: str, path: str, body=None):
+        """One API request; its JSON answer, or None (the error kept) unless 200."""
         self.done += 1
         status, out = self.api.json(method, path, body)
         if status != 200:
@@ -225,13 +226,21 @@ class Annotator:
             return None
         return out
 
+    def show(self, pool: ThreadPoolExecutor, clip_id: str, frames: int) -> None:
+        """Every frame of the clip at once over the frame connections, as the pages ask."""
+        for c in self.frames:
+            c.cookie = self.api.cookie
+        _spread(pool, self.frames, clip_id, frames)
+
+
+class Annotator(User):
+    def more(self) -> bool:
+        return self.done < self.plan.actions and not self.stop.is_set()
+
     def open_clip(self, clip_id: str, pool: ThreadPoolExecutor):
         clip = self.call("GET", f"/api/clips/{clip_id}")
-        if clip is None:
-            return None
-        for c in self.frames:  # each connection's cookie: the same login
-            c.cookie = self.api.cookie
-        _spread(pool, self.frames, clip_id, int(clip["frames"]))  # every frame at once, as the page asks
+        if clip is not None:
+            self.show(pool, clip_id, int(clip["frames"]))
         return clip
 
     def run(self) -> None:
@@ -304,31 +313,13 @@ def _spread(pool: ThreadPoolExecutor, conns: list[Http], clip_id: str, frames: i
     return list(pool.map(fetch, range(len(conns))))
 
 
-class Adjudicator:
+class Adjudicator(User):
     """As the adjudication page: the list of clips; the first that disagrees, its labels side
     by side and its frames; the final labels (the first annotator's); the list again. Now
     and then the captions' adjudication list. Pauses of ``think`` seconds between steps (two
     before a final: there are two labellings to read); 5 s when nothing disagrees."""
 
-    def __init__(self, name: str, port: int, plan: Plan, rec: Recorder, acks: Acks, stop: threading.Event,
-                 timeout: float):
-        self.name, self.plan, self.rec, self.acks, self.stop = name, plan, rec, acks, stop
-        self.api = Http(port, rec, timeout)
-        self.frames = [Http(port, rec, timeout) for _ in range(plan.frame_connections)]
-        self.rng = random.Random(f"{plan.seed} {name}")
-        self.rounds = 0
-        self.errors: list[str] = []
-
-    def think(self, times: float = 1) -> bool:
-        """Pause; False once the session is over."""
-        return not self.stop.wait(self.rng.uniform(0.5, 1.5) * self.plan.think * times)
-
-    def call(self, method: str, path: str, body=None):
-        status, out = self.api.json(method, path, body)
-        if status != 200:
-            self.errors.append(f"{method} {path}: {status} {out}")
-            return None
-        return out
+    rounds = 0
 
     def run(self) -> None:
         login(self.api, self.name)
@@ -347,9 +338,7 @@ class Adjudicator:
                 detail = self.call("GET", f"/api/adjudication/{disagree[0]}")
                 if detail is None:
                     continue
-                for c in self.frames:
-                    c.cookie = self.api.cookie
-                _spread(pool, self.frames, disagree[0], int(detail["frames"]))
+                self.show(pool, disagree[0], int(detail["frames"]))
                 if not self.think(2):
                     break
                 first = detail["labels"][0]
