@@ -186,6 +186,20 @@ def test_the_cache_keeps_at_most_its_bytes(tmp_path, clip_video):
         cache.frame(paths[0], 91)
 
 
+def test_a_clip_that_cannot_be_decoded_is_an_error_and_nothing_is_kept(tmp_path, clip_video):
+    app, res, _ = make_app(tmp_path, clip_video)
+    c = app.test_client()
+    clip = res / "clips" / "dancer" / "dancer_001.mp4"
+    good = clip.read_bytes()
+    clip.write_bytes(b"not a video at all")
+    r = c.get("/clip/dancer_001/frame/1.jpg")
+    assert r.status_code == 500 and r.get_json()["error"].startswith("dancer_001.mp4: cannot be decoded (MediaError")
+    cache = app.extensions["microg4m.frames"]
+    assert (settled(cache), cache.nbytes) == ([], 0)
+    clip.write_bytes(good)  # mended: decoded now, the error was not kept
+    assert c.get("/clip/dancer_001/frame/1.jpg").status_code == 200
+
+
 # ---------------------------------------------------------------- the export's JPEG frames
 
 

@@ -135,8 +135,8 @@ class FrameCache:
                         entry.changed.notify_all()
                 if not entry.frames:
                     entry.error = f"{path.name}: no decodable frames"
-            except (MediaError, OSError, cv2.error) as exc:
-                entry.error = f"{path.name}: {exc}"
+            except Exception as exc:  # any failure is answered as an error, and nothing is kept
+                entry.error = f"{path.name}: cannot be decoded ({type(exc).__name__}: {exc})"
             finally:
                 with self._lock:
                     del self._running[key]
