@@ -14,7 +14,8 @@ MicroG-4M's labels cover 4,759 clips; this builds that many kept clips (or any n
   persons per clip, each on a run of frames, a box on every frame of it) and, for one
   unit in ten, ``corrected/{unit}.csv`` (the CVAT corrections applied);
 * with ``jpeg_frames``: the export's JPEG frames ``frames/<clip>/<clip>_%06d.jpg`` (the
-  frames stage's extraction of each real clip, hard-linked under every clip's name).
+  frames stage's extraction of each real clip, hard-linked under every clip's name) and
+  the stage's done list ``frames/{unit}.tsv``.
 
 The same arguments give the same folder (seeded); ``build`` reuses a folder whose
 ``bench_build.json`` records the same arguments.
@@ -99,7 +100,7 @@ def build(root: Path, clips: int, units: int, sources_per_unit: int, work: Path,
           seed: int = 42) -> dict:
     """Build (or reuse) the results folder ``root``; returns its description."""
     args = {"clips": clips, "units": units, "sources_per_unit": sources_per_unit, "jpeg_frames": jpeg_frames,
-            "seed": seed, "version": 1}
+            "seed": seed, "version": 2}
     stamp = root / "bench_build.json"
     if stamp.is_file() and json.loads(stamp.read_text()).get("args") == args:
         return json.loads(stamp.read_text())
@@ -122,7 +123,7 @@ def build(root: Path, clips: int, units: int, sources_per_unit: int, work: Path,
     for unit, sids in plan.items():
         folder = root / "clips" / unit
         folder.mkdir(parents=True)
-        manifest, decisions, tracks = [], [], []
+        manifest, decisions, tracks, done = [], [], [], []
         for sid in sids:
             ctype = "m" if rng.random() < MOVIE_SHARE else "r"
             kept = per_source[index[sid]]
@@ -156,11 +157,14 @@ def build(root: Path, clips: int, units: int, sources_per_unit: int, work: Path,
                     src = exported[r["path"]]
                     for n in range(1, FRAMES + 1):
                         os.link(src / FRAME_TMPL.format(clip=src.name, n=n), dst / FRAME_TMPL.format(clip=cid, n=n))
+                    done.append([cid, FRAMES, "ok", ""])
         write_manifest(folder / "manifest.tsv", manifest)
         table = pd.DataFrame(decisions, columns=filter_stage.COLUMNS)
         write_tsv(root / "filter" / f"{unit}.tsv", table.assign(
             person_share=table["person_share"].map(lambda x: f"{x:.4f}"), cuts=table["cuts"].map(format_cuts),
             keep=table["keep"].astype(int)))
+        if jpeg_frames:  # the frames stage's done list of the unit
+            write_tsv(root / "frames" / f"{unit}.tsv", pd.DataFrame(done, columns=frames_stage.DONE_COLUMNS))
         frame = to_frame(tracks, "integer")
         write_csv(root / "tracks" / f"{unit}.csv", frame)
         if rng.random() < 0.1:  # the CVAT corrections of this unit applied
