@@ -299,9 +299,13 @@ def markdown(result: dict) -> str:
         cells = []
         for r in runs:
             x = r["latency_ms"].get(k)
-            cells.append("-" if not x or not x["n"] else
-                         f"{x['n']} / {x['p50']:g} / {x['p95']:g} / {x['p99']:g}" + (f" ({x['errors']})" if x["errors"]
-                                                                                     else ""))
+            if not x:
+                cells.append("-")
+            elif not x["n"]:
+                cells.append(f"0 answered ({x['errors']})")
+            else:
+                cells.append(f"{x['n']} / {x['p50']:g} / {x['p95']:g} / {x['p99']:g}"
+                             + (f" ({x['errors']})" if x["errors"] else ""))
         lines.append(f"| {k} | " + " | ".join(cells) + " |")
     for key, name in (("startup_s", "server start-up s"), ("peak_rss_mib", "server peak memory MiB"),
                       ("drive_s", "session wall s")):
