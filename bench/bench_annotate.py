@@ -287,36 +287,41 @@ def cpu_line() -> str:
     return f"{model.group(1).strip() if model else '?'}, {os.cpu_count()} cores, {', '.join(have)}"
 
 
+def _cell(x: dict | None) -> str:
+    if not x:
+        return "-"
+    if not x["n"]:
+        return f"0 answered ({x['errors']})"
+    return f"{x['n']} / {x['p50']:g} / {x['p95']:g} / {x['p99']:g}" + (f" ({x['errors']})" if x["errors"] else "")
+
+
+def _writes(w: dict) -> str:
+    lost = w["missing"] + w["wrong"]
+    return (f"{w['acknowledged']} / {w['with_history_rows'] - lost} (+{w['acknowledged'] - w['with_history_rows']} "
+            f"unchanged) / {lost}")
+
+
+def _stop(s: dict) -> str:
+    return f"SIGKILL after {s['after_s']} s" if s.get("signal") else f"SIGTERM: exit {s['rc']} in {s['seconds']} s"
+
+
 def markdown(result: dict) -> str:
     lines = [f"bench_annotate.py: {result['folder']['kept']} clips in {result['folder']['units']} units, "
              f"{result['args']['annotators']} annotators + 1 adjudicator, {result['args']['actions']} actions each, "
              f"think {result['args']['think']} s; {result['cpu']}; load before {result['load_before']}", ""]
-    runs = result["runs"]
-    kinds = list(dict.fromkeys(k for r in runs for k in r["latency_ms"]))
-    lines.append("| request | " + " | ".join(f"{r['code']} n / p50 / p95 / p99 ms (errors)" for r in runs) + " |")
-    lines.append("|---|" + "---|" * len(runs))
-    for k in kinds:
-        cells = []
-        for r in runs:
-            x = r["latency_ms"].get(k)
-            if not x:
-                cells.append("-")
-            elif not x["n"]:
-                cells.append(f"0 answered ({x['errors']})")
-            else:
-                cells.append(f"{x['n']} / {x['p50']:g} / {x['p95']:g} / {x['p99']:g}"
-                             + (f" ({x['errors']})" if x["errors"] else ""))
-        lines.append(f"| {k} | " + " | ".join(cells) + " |")
-    for key, name in (("startup_s", "server start-up s"), ("peak_rss_mib", "server peak memory MiB"),
-                      ("drive_s", "session wall s")):
-        lines.append(f"| {name} | " + " | ".join(str(r[key]) for r in runs) + " |")
-    lines.append("| writes acknowledged / in the history / missing | " + " | ".join(
-        f"{r['writes']['acknowledged']} / {r['writes']['with_history_rows'] - r['writes']['missing'] - r['writes']['wrong']}"
-        f" (+{r['writes']['acknowledged'] - r['writes']['with_history_rows']} unchanged) / "
-        f"{r['writes']['missing'] + r['writes']['wrong']}" for r in runs) + " |")
-    lines.append("| stop | " + " | ".join(
-        (f"SIGKILL after {r['stop']['after_s']} s" if r["stop"].get("signal") else
-         f"SIGTERM: exit {r['stop']['rc']} in {r['stop']['seconds']} s") for r in runs) + " |")
+    runs = [r for r in result["runs"] if "failed" not in r]
+    if runs:
+        lines.append("| request | " + " | ".join(f"{r['code']} n / p50 / p95 / p99 ms (errors)" for r in runs) + " |")
+        lines.append("|---|" + "---|" * len(runs))
+        for k in dict.fromkeys(k for r in runs for k in r["latency_ms"]):
+            lines.append(f"| {k} | " + " | ".join(_cell(r["latency_ms"].get(k)) for r in runs) + " |")
+        for name, show in (("server start-up s", lambda r: r["startup_s"]),
+                           ("server peak memory MiB", lambda r: r["peak_rss_mib"]),
+                           ("session wall s", lambda r: r["drive_s"]),
+                           ("writes acknowledged / in the history / missing", lambda r: _writes(r["writes"])),
+                           ("stop", lambda r: _stop(r["stop"]))):
+            lines.append(f"| {name} | " + " | ".join(str(show(r)) for r in runs) + " |")
+    lines += [f"\n{r['code']}: {r['failed']}" for r in result["runs"] if "failed" in r]
     return "\n".join(lines) + "\n"
 
 
@@ -356,14 +361,17 @@ def main(argv: list[str] | None = None) -> int:
     result = {"args": vars(args), "folder": folder, "cpu": cpu_line(),
               "load_before": " ".join(f"{x:.1f}" for x in os.getloadavg()), "runs": []}
     for i, code in enumerate(codes):
-        result["runs"].append(one_run(code, folder, args, i))
+        try:
+            result["runs"].append(one_run(code, folder, args, i))
+        except RuntimeError as exc:  # e.g. a server that did not start in time: the next code still runs
+            result["runs"].append({"code": f"{code_rev(code)} ({code})", "failed": str(exc)})
         result["load_after"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
         print(markdown(result), flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out + ".json").write_text(json.dumps(result, indent=1, default=str))
     Path(args.out + ".md").write_text(markdown(result))
-    lost = sum(r["writes"]["missing"] + r["writes"]["wrong"] for r in result["runs"])
-    return 1 if lost else 0
+    lost = sum(r["writes"]["missing"] + r["writes"]["wrong"] for r in result["runs"] if "writes" in r)
+    return 1 if lost or any("failed" in r for r in result["runs"]) else 0
 
 
 if __name__ == "__main__":
