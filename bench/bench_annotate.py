@@ -39,6 +39,7 @@ CPU); latency figures need a machine with nothing else running.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import platform
@@ -87,6 +88,15 @@ def code_rev(code: Path) -> str:
 # ---------------------------------------------------------------- the server
 
 
+LIVE: list["Server"] = []  # servers still running: killed if the bench itself is stopped or fails
+
+
+@atexit.register
+def _kill_live() -> None:
+    for server in list(LIVE):
+        server.kill()
+
+
 class Server:
     """``microg4m team serve`` as a subprocess, its memory sampled."""
 
@@ -96,6 +106,7 @@ class Server:
         self._err = open(log, "w")
         self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=self._err, text=True,
                                      start_new_session=True)
+        LIVE.append(self)
         self.peak = 0
         self._stop = threading.Event()
         self._sampler = threading.Thread(target=self._sample, daemon=True)
@@ -131,9 +142,12 @@ class Server:
             time.sleep(0.2)
 
     def kill(self) -> None:
-        self.proc.send_signal(signal.SIGKILL)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(60)
         self._stop.set()
+        if self in LIVE:
+            LIVE.remove(self)
 
     def terminate(self, timeout: float = 300) -> dict:
         t0 = time.perf_counter()
@@ -145,6 +159,8 @@ class Server:
             rc = "killed after the SIGTERM timeout"
         self._stop.set()
         self._err.close()
+        if self in LIVE:
+            LIVE.remove(self)
         tail = self.log.read_text().strip().splitlines()[-1:] or [""]
         return {"rc": rc, "seconds": round(time.perf_counter() - t0, 2), "last_line": tail[0]}
 
@@ -349,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=str(REPO / "bench" / "out" / "annotate"), help="folders and runs")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "bench_annotate"), help="report (.md, .json)")
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench stops its server too (atexit)
     codes = [Path(c).resolve() for c in (args.code or [str(REPO)])]
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
