@@ -85,7 +85,8 @@ def test_the_annotation_page_takes_its_files_from_the_config(tmp_path):
     files = annotate_options.paths(page_args(configfile=str(path)))
     assert files == annotate_options.Paths(results="runs/a", actions="ann/labels.csv", screening="ann/excluded.txt",
                                            label_map=config.defaults()["export"]["label_map"],
-                                           vqa_reviews="ann/vqa.json")
+                                           vqa_reviews="ann/vqa.json",
+                                           frame_cache_mb=config.defaults()["annotate"]["frame_cache_mb"])
     assert annotate_options.paths(page_args(configfile=str(path), annotator="alice")).actions == \
         "ann/labels.alice.csv"
     given = annotate_options.paths(page_args(configfile=str(path), actions="x/mine.csv", results="r"))
@@ -97,11 +98,13 @@ def test_the_annotation_page_takes_its_files_from_the_config(tmp_path):
 
 def test_team_mode_takes_its_settings_from_the_config(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"team": {"annotators_per_clip": 3, "server": {"threads": 4}}}))
+    path.write_text(yaml.safe_dump({"team": {"annotators_per_clip": 3, "server": {"threads": 4}},
+                                    "annotate": {"frame_cache_mb": 64}}))
     args = Namespace(configfile=str(path), results=None, database=None, actions=None, screening=None,
                      label_map=None, report_dir=None, per_clip=None, session_hours=None, threads=None)
     s = team_options.settings(args)
     assert (s.per_clip, s.server["threads"], s.database) == (3, 4, config.defaults()["team"]["database"])
+    assert s.frame_cache_mb == 64
     args.threads = 0
     with pytest.raises(ValueError, match="team.server.threads = 0"):
         team_options.settings(args)

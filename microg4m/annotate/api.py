@@ -14,6 +14,7 @@ from typing import Callable
 from flask import Flask, Response, jsonify, request, send_file
 from werkzeug.exceptions import HTTPException
 
+from microg4m.formats.frame_lists import frame_path
 from microg4m.report import preview
 from .errors import Refused
 from .guard import MAX_JSON_DEPTH
@@ -99,15 +100,26 @@ def inside(path: Path, root: Path) -> Path:
     return real
 
 
-def install_media(app: Flask, res: Results, readable: Callable, cache_control: str) -> None:
+def exported_frame(res: Results, clip_id: str, n: int) -> Path | None:
+    """Where the export's JPEG of frame ``n`` of the clip is (``results/frames/``, the frames
+    stage's layout), or None when that path leads outside the results folder."""
+    real = (res.root / "frames" / frame_path(clip_id, n)).resolve()
+    return real if real.is_relative_to(res.root) else None
+
+
+def install_media(app: Flask, res: Results, readable: Callable, cache_control: str,
+                  frame_cache_bytes: int | None = None) -> FrameCache:
     """``GET /clip/<clip>/frame/<n>.jpg`` (frame n, 1-based) and ``GET /clip/<clip>.mp4``
-    for the clips ``readable(clip_id)`` returns (it raises Refused for the others)."""
-    cache = FrameCache()
+    for the clips ``readable(clip_id)`` returns (it raises Refused for the others). The
+    frames come from one :class:`FrameCache` of ``frame_cache_bytes`` (None: the schema's
+    default), also kept as ``app.extensions["microg4m.frames"]``."""
+    cache = app.extensions["microg4m.frames"] = FrameCache(frame_cache_bytes)
 
     @app.get("/clip/<clip_id>/frame/<int:n>.jpg")
     def frame(clip_id: str, n: int):
         c = readable(clip_id)
-        resp = Response(cache.frame(inside(c.path, res.root), n), mimetype="image/jpeg")
+        data = cache.frame(inside(c.path, res.root), n, exported_frame(res, c.clip_id, n))
+        resp = Response(data, mimetype="image/jpeg")
         resp.headers["Cache-Control"] = cache_control  # revalidate: a re-run may change the clip
         return resp
 
@@ -117,3 +129,5 @@ def install_media(app: Flask, res: Results, readable: Callable, cache_control: s
         if not path.is_file():
             raise Refused(404, f"clip file {path.name} not found")
         return send_file(path, mimetype="video/mp4", conditional=True)
+
+    return cache

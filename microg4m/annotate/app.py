@@ -39,13 +39,15 @@ from .vqa_store import VQAStore
 
 
 def create_app(results: str, actions: str, screening: str, label_map: str, annotator: str = "",
-               hosts=LOOPBACK, vqa_reviews: str | None = None, token: str | None = None) -> Flask:
+               hosts=LOOPBACK, vqa_reviews: str | None = None, token: str | None = None,
+               frame_cache_mb: int | None = None) -> Flask:
     """The app over a results folder; bad inputs raise ValueError before it serves.
 
     ``hosts``: the host names it answers to (see guard.py); others are refused.
     ``vqa_reviews``: the captions/QA reviews file (default: vqa_reviews.json beside the actions).
     ``token``: the access token every request must carry (guard.require_token); a random
     one when not given, in ``app.config["ACCESS_TOKEN"]``.
+    ``frame_cache_mb``: MiB of decoded frames kept (config ``annotate.frame_cache_mb``; None: its default).
     """
     lmap = read_label_map(label_map)
     res = Results(results)
@@ -99,7 +101,8 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
         data = json_body()
         return jsonify(store.set_excluded(data.get("clip_id"), data.get("excluded"), data.get("reason", "")))
 
-    install_media(app, res, res.clip, cache_control="no-cache")
+    install_media(app, res, res.clip, cache_control="no-cache",
+                  frame_cache_bytes=None if frame_cache_mb is None else frame_cache_mb << 20)
     return app
 
 
@@ -116,7 +119,8 @@ def serve(args: argparse.Namespace) -> None:
     address with its access token (``/?token=...``): only who can read it gets in."""
     files = paths(args)
     app = create_app(files.results, files.actions, files.screening, files.label_map, args.annotator,
-                     hosts=allowed_hosts(args.host, args.allowed_host), vqa_reviews=files.vqa_reviews)
+                     hosts=allowed_hosts(args.host, args.allowed_host), vqa_reviews=files.vqa_reviews,
+                     frame_cache_mb=files.frame_cache_mb)
     token = app.config["ACCESS_TOKEN"]
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback

@@ -25,6 +25,7 @@ class Paths:
     screening: str
     label_map: str
     vqa_reviews: str
+    frame_cache_mb: int | None = None  # config annotate.frame_cache_mb (None: the schema's default)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,11 +65,13 @@ def actions_path(args: argparse.Namespace, actions: str = "annotations/actions.c
 
 
 def paths(args: argparse.Namespace) -> Paths:
-    """The page's files: the options, else the config's (validated; ValueError names a bad one)."""
+    """The page's files (and its frame cache's size): the options, else the config's
+    (validated; ValueError names a bad one)."""
     cfg = config.load(args.configfile, overrides={"results": args.results, "filter.screening": args.screening,
                                                   "export.label_map": args.label_map})
     actions = actions_path(args, cfg["export"]["actions"])
     reviews = args.vqa_reviews or (str(Path(actions).parent / "vqa_reviews.json") if args.actions
                                    else cfg["vqa"]["reviews"])
     return Paths(results=cfg["results"], actions=actions, screening=cfg["filter"]["screening"],
-                 label_map=cfg["export"]["label_map"], vqa_reviews=reviews)
+                 label_map=cfg["export"]["label_map"], vqa_reviews=reviews,
+                 frame_cache_mb=cfg["annotate"]["frame_cache_mb"])

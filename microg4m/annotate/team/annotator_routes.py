@@ -11,18 +11,22 @@ others (and the final labels their agreement brings) in between."""
 
 from __future__ import annotations
 
-from flask import Flask, g, jsonify, redirect, render_template, request
+import json
+
+from flask import Flask, Response, g, jsonify, redirect, render_template, request
 
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
 from ..api import clip_boxes, clip_state, palette_rgb
 from ..errors import Refused
 from ..store import check_reason
 from . import assign, decisions, history
+from .clip_lists import ClipLists
 from .decisions import Snapshot, check_action, check_person
 
 
 def install(app: Flask, project, ctx) -> None:
     res = project.results
+    lists = ClipLists(res)  # each annotator's clip list, made again only where it changed
 
     def my_state(clip, snap: Snapshot, me: str) -> dict:
         return clip_state(res, clip, snap.layer_actions(me), snap.layer_excluded(me))
@@ -38,14 +42,14 @@ def install(app: Flask, project, ctx) -> None:
     def state():
         me = ctx.owner(request.args.get("annotator"))
         c = ctx.conn()
-        mine = assign.queue(c, me)  # new clips of a re-run join it at a login or a write (GET only reads)
-        snap = Snapshot.read(c, me)
-        clips = [my_state(res.clips()[cid], snap, me) for cid in mine if cid in res.clips()]
-        return jsonify(
-            annotator=me, role="annotator", actions_file=f"{me}'s labels (team database)",
-            screening_file=f"{len(clips)} clips in the queue", max_actions=MAX_ACTIONS,
-            label_types=list(LABEL_TYPES), labels=ctx.labels, colors=palette_rgb(), problems=res.problems(),
-            clips=clips, done=sum(x["done"] for x in clips), total=len(clips))
+        # new clips of a re-run join the queue at a login or a write (GET only reads)
+        clips, done, total = lists.entries(c, me, assign.queue(c, me))
+        head = json.dumps({
+            "annotator": me, "role": "annotator", "actions_file": f"{me}'s labels (team database)",
+            "screening_file": f"{total} clips in the queue", "max_actions": MAX_ACTIONS,
+            "label_types": list(LABEL_TYPES), "labels": ctx.labels, "colors": palette_rgb(),
+            "problems": res.problems(), "done": done, "total": total}, separators=(",", ":"))
+        return Response(f'{head[:-1]},"clips":{clips}}}', mimetype="application/json")
 
     @app.get("/api/clips/<clip_id>")
     @ctx.role("annotator")

@@ -114,6 +114,7 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
         f"microg4m team: http://{args.host}:{server.port}/  database {s.database}, "
         f"{started['assigned']} clips newly assigned, {server_settings.threads} threads "
         f"(Ctrl-C or SIGTERM to stop)", flush=True))
+    app.extensions["microg4m.team.close"]()
     done = project.finish()
     files = (f"files in step ({len(done['written'])} rewritten)" if not done["files_error"]
              else f"files NOT in step: {done['files_error']}")

@@ -75,6 +75,7 @@ CREATE TABLE IF NOT EXISTS assignments (
     at TEXT NOT NULL,
     PRIMARY KEY (clip_id, annotator)
 );
+CREATE INDEX IF NOT EXISTS assignments_annotator ON assignments (annotator, clip_id);  -- a queue
 -- The latest value of every key: what replaying the history gives (kept in the same
 -- transaction as the change, so that reads need no replay).
 CREATE TABLE IF NOT EXISTS current (

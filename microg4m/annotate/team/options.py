@@ -29,6 +29,7 @@ class Settings:
     server: dict | None = None  # config team.server (threads, timeouts); None: the defaults
     passwords: dict | None = None  # config team.passwords (min_length, min_strength); None: the defaults
     login: dict | None = None  # config team.login (throttling); None: the defaults
+    frame_cache_mb: int | None = None  # config annotate.frame_cache_mb; None: the schema's default
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -110,4 +111,5 @@ def settings(args: argparse.Namespace) -> Settings:
                     screening=cfg["filter"]["screening"], label_map=cfg["export"]["label_map"],
                     report_dir=team["report_dir"], per_clip=team["annotators_per_clip"],
                     session_hours=team["session_hours"], vqa_reviews=cfg["vqa"]["reviews"],
-                    server=dict(team["server"]), passwords=dict(team["passwords"]), login=dict(team["login"]))
+                    server=dict(team["server"]), passwords=dict(team["passwords"]), login=dict(team["login"]),
+                    frame_cache_mb=cfg["annotate"]["frame_cache_mb"])

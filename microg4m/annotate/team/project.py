@@ -34,6 +34,7 @@ class Project:
         self.db_path = Path(settings.database)
         self.password_rules = accounts.PasswordRules(**(settings.passwords or {})).check()
         self.login_limits = throttle.Limits(**(settings.login or {})).check()
+        self._all_assigned = None  # (the clips, the accounts) when every kept clip had an annotator
         connect(self.db_path, create=create).close()  # creates the tables; a bad file fails here
 
     def connect(self) -> sqlite3.Connection:
@@ -44,6 +45,20 @@ class Project:
         """clip -> its active annotators, for the clips on the page."""
         clips = self.results.clips()
         return {c: a for c, a in assign.assignments(conn, active_only=True).items() if c in clips}
+
+    def unassigned(self, conn: sqlite3.Connection) -> bool:
+        """Whether a kept clip on the page has no active annotator (the new clips of a re-run,
+        the clips of disabled annotators). Looked at again only when the clips on the page or
+        the accounts changed since it last found none (assignments never move)."""
+        clips = self.results.clips()
+        users = [tuple(r) for r in conn.execute("SELECT name, active FROM users ORDER BY name")]
+        if self._all_assigned is not None and self._all_assigned[0] is clips and self._all_assigned[1] == users:
+            return False
+        assigned = self.assigned(conn)
+        if any(clip.kept and c not in assigned for c, clip in clips.items()):
+            return True
+        self._all_assigned = (clips, users)
+        return False
 
     def assign(self, conn: sqlite3.Connection) -> dict[str, list[str]]:
         """Assign the kept clips that lack annotators, then settle the clips that changed."""
@@ -56,10 +71,7 @@ class Project:
     def assign_new(self, conn: sqlite3.Connection) -> dict[str, list[str]]:
         """Assign the kept clips a re-run of the workflow brought, if any (at a login and at
         an annotator's write; never on a GET, which only reads)."""
-        assigned = self.assigned(conn)
-        if any(clip.kept and cid not in assigned for cid, clip in self.results.clips().items()):
-            return self.assign(conn)
-        return {}
+        return self.assign(conn) if self.unassigned(conn) else {}
 
     def settle(self, conn: sqlite3.Connection, clip_ids: list[str] | None = None) -> int:
         """Re-apply the agreement rule to clips (default: every assigned clip); writes the files."""

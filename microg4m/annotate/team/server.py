@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import logging
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -59,16 +60,34 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
     hours = session_hours or project.settings.session_hours
     labels = [{"id": int(r.id), "name": r.name, "label_type": r.label_type} for r in project.label_map.itertuples()]
 
+    local = threading.local()
+    opened: list[sqlite3.Connection] = []
+    opened_lock = threading.Lock()
+
     def conn() -> sqlite3.Connection:
-        if "conn" not in g:
-            g.conn = project.connect()
-        return g.conn
+        """This thread's database connection, kept from request to request (one per server
+        thread: opening one costs more than most requests do)."""
+        c = getattr(local, "conn", None)
+        if c is None:
+            c = local.conn = project.connect()
+            with opened_lock:
+                opened.append(c)
+        return c
 
     @app.teardown_appcontext
-    def _close(_exc):
-        c = g.pop("conn", None)
-        if c is not None:
-            c.close()
+    def _end(_exc):
+        c = getattr(local, "conn", None)
+        if c is not None and c.in_transaction:  # never left open (transaction() ends its own)
+            c.execute("ROLLBACK")
+
+    def close_connections() -> None:
+        """Close every thread's connection (after the server stopped: the last close merges the WAL)."""
+        with opened_lock:
+            for c in opened:
+                c.close()
+            opened.clear()
+
+    app.extensions["microg4m.team.close"] = close_connections
 
     install_errors(app)
 
@@ -202,7 +221,9 @@ def create_app(project: Project, hosts, session_hours: float | None = None) -> F
             return my_clip(clip_id, g.user["name"])
         return res.clip(clip_id)
 
-    install_media(app, res, readable_clip, cache_control="private, no-cache")
+    mb = project.settings.frame_cache_mb
+    install_media(app, res, readable_clip, cache_control="private, no-cache",
+                  frame_cache_bytes=None if mb is None else mb << 20)
     ctx = SimpleNamespace(conn=conn, role=role, body=json_body, owner=owner, my_clip=my_clip, write=write,
                           labels=labels, assign_new=assign_new)
     for area in (annotator_routes, adjudication_routes, vqa_routes):

@@ -1,0 +1,89 @@
+"""The annotator's /api/state keeps its clip list between requests (team/clip_lists.py):
+each change is seen by the next request, whoever made it, and the list is the one a
+fresh server gives. Real HTTP against the production server (waitress in a thread)."""
+
+from __future__ import annotations
+
+import json
+
+from microg4m.annotate.team import accounts, assign, decisions
+from microg4m.annotate.team.db import transaction
+from microg4m.annotate.team.server import create_app
+
+from team_setup import Client, make_project, serving
+
+
+def entries(client: Client) -> tuple[dict, dict]:
+    status, state, _ = client.request("GET", "/api/state")
+    assert status == 200, state
+    return {c["clip_id"]: c for c in state["clips"]}, state
+
+
+def fresh(project) -> dict:
+    """The state a newly started server gives (nothing kept from earlier requests)."""
+    with serving(create_app(project, {"127.0.0.1"})) as port:
+        return entries(Client(port).login("alice"))[1]
+
+
+def test_the_clip_list_shows_every_change_at_the_next_request(tmp_path):
+    project = make_project(tmp_path)  # alice and bob: every kept clip
+    res = project.results.root
+    with serving(create_app(project, {"127.0.0.1"})) as port:
+        alice = Client(port).login("alice")
+        clips, state = entries(alice)
+        assert (clips["dancer_000"]["persons"], clips["dancer_000"]["labelled"], state["done"]) == ([1, 2], 0, 0)
+        # the annotator's own changes
+        for person, done in ((1, False), (2, True)):
+            assert alice.post("/api/actions", {"clip_id": "dancer_000", "person_id": person, "action": 12,
+                                               "op": "add"})[0] == 200
+            clips, state = entries(alice)
+            assert (clips["dancer_000"]["labelled"], clips["dancer_000"]["done"], state["done"]) == (person, done,
+                                                                                                   int(done))
+        # a change written by another process into alice's layer
+        conn = project.connect()
+        with transaction(conn):
+            decisions.change_exclusion(conn, "alice", project.results.clip("dancer_001"), True, "blurry")
+        conn.close()
+        clips, state = entries(alice)
+        assert (clips["dancer_001"]["excluded"], clips["dancer_001"]["reason"], state["done"]) == (True, "blurry", 2)
+        # bob's changes are not alice's
+        bob = Client(port).login("bob")
+        assert bob.post("/api/actions", {"clip_id": "film_000", "person_id": 1, "action": 14, "op": "add"})[0] == 200
+        assert entries(alice)[0]["film_000"]["labelled"] == 0
+        assert alice.post("/api/actions", {"clip_id": "film_000", "person_id": 1, "action": 14, "op": "add"})[0] == 200
+        assert entries(alice)[0]["film_000"]["done"] is True
+        # a re-run of the track stage: film_000 has a second person now
+        tracks = res / "tracks" / "film.csv"
+        tracks.write_text(tracks.read_text() + "".join(f"film_000,{f},2,60.00,60.00,200.00,290.00,0.9000\n"
+                                                       for f in range(1, 91)))
+        clips, state = entries(alice)
+        assert (clips["film_000"]["persons"], clips["film_000"]["labelled"], clips["film_000"]["done"]) == \
+            ([1, 2], 1, False)
+        # and of the filter: dancer_000 is rejected now, so it is not on the page
+        decided = res / "filter" / "dancer.tsv"
+        decided.write_text(decided.read_text().replace("dancer_000\t1.0000\t\t1\tkept", "dancer_000\t1.0000\t\t0\tfew_persons"))
+        clips, state = entries(alice)
+        assert "dancer_000" not in clips and (state["done"], state["total"]) == (1, len(clips))
+    assert json.dumps(state, sort_keys=True) == json.dumps(fresh(project), sort_keys=True)
+
+
+def test_new_clips_and_a_disabled_annotator_are_assigned_at_the_next_state(tmp_path):
+    project = make_project(tmp_path, annotators=("alice", "bob", "carol"))
+    res = project.results.root
+    with serving(create_app(project, {"127.0.0.1"})) as port:
+        alice = Client(port).login("alice")
+        before = set(entries(alice)[0])
+        conn = project.connect()
+        for name in ("bob", "carol"):  # from the command line, another process: their clips lose every annotator
+            accounts.set_active(conn, name, False)
+        orphans = [c for c, names in assign.assignments(conn).items() if "alice" not in names]
+        assert orphans and not set(orphans) & before
+        assert set(orphans) <= set(entries(alice)[0])  # the next state gives them to alice, the one left
+        # a re-run of the workflow brings a new kept clip
+        manifest = res / "clips" / "film" / "manifest.tsv"
+        last = manifest.read_text().splitlines()[-1].split("\t")
+        manifest.write_text(manifest.read_text() + "\t".join(["film_002", *last[1:3], "2", "6", *last[5:]]) + "\n")
+        decided = res / "filter" / "film.tsv"
+        decided.write_text(decided.read_text() + "film_002\t1.0000\t\t1\tkept\n")
+        assert "film_002" in entries(alice)[0] and assign.annotators_of(conn, "film_002") == ["alice"]
+        conn.close()
