@@ -12,7 +12,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "microg4m"
-ROLES = ("stages", "formats", "engines", "report", "vqa", "annotate", "common")
+# evaluate: the benchmark (scores of predictions on an export: HAR, captions, VQA, the VLM baseline);
+# it reads what the pipeline wrote and is neither a stage nor a reader of one file kind
+ROLES = ("stages", "formats", "engines", "report", "vqa", "annotate", "common", "evaluate")
 
 
 def _module(path: Path) -> str:

@@ -1,0 +1,75 @@
+"""``microg4m evaluate {har,captions,vqa}``: the benchmark's command line (docs/evaluation.md).
+
+Registered by microg4m/cli.py; the metrics' libraries are imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _ids(text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated action ids") from None
+
+
+def add_arguments(parser: argparse.ArgumentParser, cfg: dict) -> None:
+    sub = parser.add_subparsers(dest="task", required=True, metavar="TASK")
+
+    p = sub.add_parser("har", help="action detection: mAP@0.5, macro F1 / recall / AUROC, per-class AP, sweep")
+    p.add_argument("--results", default=cfg["results"],
+                   help="results folder whose export gives the default ground truth and label map "
+                        "(default: %(default)s)")
+    p.add_argument("--split", choices=["train", "val", "test"], default="test",
+                   help="the export's split for the default ground truth (default: %(default)s)")
+    p.add_argument("--gt", help="ground truth, an AVA CSV (default: RESULTS/export/ava_<split>[_gt].csv)")
+    p.add_argument("--label-map", help="label map (default: RESULTS/export/label_map.pbtxt)")
+    p.add_argument("--detections", help="PySlowFast's detections CSV or mmaction2's result pickle (.pkl)")
+    p.add_argument("--mmaction-classes", type=_ids, default=None, metavar="IDS",
+                   help="the action ids of a pickle's score columns 1.. (its config's custom_classes; default: "
+                        "the label map's ids in ascending order when the count matches, else 1..C-1)")
+    p.add_argument("--matched", action="store_true",
+                   help="F1, recall and AUROC over boxes matched to persons (IoU >= 0.5), not the protocol's "
+                        "per-frame truth (a departure: docs/evaluation.md)")
+    p.add_argument("--threshold", type=float, default=0.5, help="score for a positive (default: %(default)s)")
+    p.add_argument("--json", help="the figures as JSON (fractions, as PySlowFast's json_stats)")
+    p.add_argument("--per-class", help="per-class AP CSV: action_id,ap50,action_name,gt_boxes")
+    p.add_argument("--sweep", help="per-class threshold sweep CSV")
+
+
+def run(args: argparse.Namespace, cfg: dict):
+    if args.task == "har":
+        return _har(args)
+    raise AssertionError(args.task)
+
+
+def _har(args: argparse.Namespace) -> dict:
+    from microg4m.evaluate import har
+
+    defaults = har.default_paths(args.results, args.split)
+    gt = Path(args.gt or defaults["gt"])
+    label_map = Path(args.label_map or defaults["label_map"])
+    for name, path in (("ground truth", gt), ("label map", label_map)):
+        if not path.is_file():
+            raise ValueError(f"{path}: no {name} there (give --{'gt' if name == 'ground truth' else 'label-map'})")
+    if not args.detections:
+        raise ValueError("give --detections FILE (PySlowFast's CSV or mmaction2's .pkl)")
+    result = har.evaluate(gt, args.detections, label_map, matched=args.matched, threshold=args.threshold,
+                          classes=args.mmaction_classes)
+    doc = har.write(result, json_path=args.json, per_class=args.per_class, sweep=args.sweep)
+    _warn_counts(doc["counts"])
+    return {k: doc[k] for k in ("protocol", "map", "f1_macro", "recall_macro", "auroc_macro", "map_tie_range")}
+
+
+def _warn_counts(counts: dict) -> None:
+    for key, what in (("gt_rows_outside_label_map", "ground-truth rows of an action outside the label map"),
+                      ("detection_rows_outside_label_map", "detection rows of an action outside the label map"),
+                      ("missing_scores", "box-class scores missing (ranked last)"),
+                      ("gt_frames_without_prediction", "ground-truth frames without a predicted box"),
+                      ("predicted_frames_without_gt", "predicted frames without ground truth (false positives)")):
+        if counts.get(key):
+            print(f"microg4m evaluate: {counts[key]} {what}", file=sys.stderr)
