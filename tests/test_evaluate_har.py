@@ -123,6 +123,7 @@ def test_tied_scores_give_a_range_of_map(tmp_path):
     # class 1: TP and FP both at 1.0 -> AP 1 (TP first) or 0.5; class 3: its TP at 0.0 ties with
     # B1's 0.0 -> AP 1 or 0.5
     assert (low, high) == (0.5, 1.0) and low <= r["map"] <= high
+    assert r["ap_per_class"]["1"]["ap_tie_range"] == r["ap_per_class"]["3"]["ap_tie_range"] == [0.5, 1.0]
 
 
 def test_the_sweep_finds_each_classs_best_threshold(tmp_path):
@@ -152,7 +153,7 @@ def test_the_command_writes_the_json_per_class_and_sweep_files(tmp_path, capsys)
     doc = json.loads((out / "har.json").read_text())
     assert printed["map"] == doc["map"] == 1.0 and doc["f1_macro"] == pytest.approx(2 / 3)
     assert set(doc) >= {"map", "f1_macro", "recall_macro", "auroc_macro", "ap_per_class", "counts"}
-    assert doc["ap_per_class"]["5"] == {"name": "fall down", "ap": None, "gt_boxes": 0}
+    assert doc["ap_per_class"]["5"] == {"name": "fall down", "ap": None, "ap_tie_range": [None, None], "gt_boxes": 0}
     ap = pd.read_csv(out / "ap.csv")
     assert list(ap.columns) == ["action_id", "ap50", "action_name", "gt_boxes"] and len(ap) == 3
     assert len(pd.read_csv(out / "sweep.csv")) == 3

@@ -40,11 +40,51 @@ def add_arguments(parser: argparse.ArgumentParser, cfg: dict) -> None:
     p.add_argument("--per-class", help="per-class AP CSV: action_id,ap50,action_name,gt_boxes")
     p.add_argument("--sweep", help="per-class threshold sweep CSV")
 
+    for task, what in (("captions", "captions: {video_id: caption}"),
+                       ("vqa", "answers: {video_id: {question: answer}}")):
+        p = sub.add_parser(task, help=f"{task}: CIDEr, BLEU-4, ROUGE-L, METEOR, BERTScore F1, "
+                                      f"{'S-BERT' if task == 'captions' else 'S-VQA'} (0-100)")
+        p.add_argument("--references", help="vqa_and_captioning.json (default: RESULTS/vqa/vqa_and_captioning.json)")
+        p.add_argument("--results", default=cfg["results"], help="(default: %(default)s)")
+        p.add_argument("--predictions", required=True, help=f"JSON of the model's {what}")
+        p.add_argument("--missing", choices=["skip", "empty"], default="skip",
+                       help="a reference without a prediction: left out (counted), or scored against an empty "
+                            "prediction (default: %(default)s)")
+        p.add_argument("--sbert-model", metavar="DIR",
+                       help="Sentence-Transformers folder (default: the packaged all-MiniLM-L6-v2)")
+        p.add_argument("--bertscore-model", metavar="DIR",
+                       help="local model folder for BERTScore (the paper: roberta-large); none: not computed")
+        p.add_argument("--bertscore-layers", type=int, help="its layer (default: bert-score's for the folder's "
+                                                             "name, e.g. roberta-large 17, else the last)")
+        p.add_argument("--tokenize", action="store_true",
+                       help="PTB-tokenise first, as COCO's evaluation (the authors' scripts do not)")
+        p.add_argument("--json", help="the figures as JSON")
+
 
 def run(args: argparse.Namespace, cfg: dict):
     if args.task == "har":
         return _har(args)
+    if args.task in ("captions", "vqa"):
+        return _text(args)
     raise AssertionError(args.task)
+
+
+def _text(args: argparse.Namespace) -> dict:
+    from microg4m.evaluate import text
+
+    refs = Path(args.references or text.default_references(args.results))
+    if not refs.is_file():
+        raise ValueError(f"{refs}: no references there (give --references vqa_and_captioning.json)")
+    fn = text.evaluate_captions if args.task == "captions" else text.evaluate_vqa
+    result = fn(refs, args.predictions, missing=args.missing, sbert_model=args.sbert_model,
+                bertscore_model=args.bertscore_model, bertscore_layers=args.bertscore_layers,
+                tokenize=args.tokenize)
+    if args.json:
+        text.write(result, args.json)
+    if result["counts"]["without_prediction"]:
+        print(f"microg4m evaluate: {result['counts']['without_prediction']} reference(s) without a prediction "
+              f"({'scored as empty' if args.missing == 'empty' else 'left out'})", file=sys.stderr)
+    return {**result["metrics"], "evaluated": result["counts"]["evaluated"]}
 
 
 def _har(args: argparse.Namespace) -> dict:

@@ -216,8 +216,15 @@ def _yxyx(boxes) -> np.ndarray:
 @dataclass
 class MapResult:
     ap: np.ndarray  # per label-map class, NaN where the truth has none
-    tie_range: tuple[float, float]  # mAP when tied scores put false (true) positives first
+    ap_range: np.ndarray  # (classes, 2): the AP when tied scores put the false (true) positives first
     gt_boxes: np.ndarray  # ground-truth boxes per class
+
+    @property
+    def tie_range(self) -> tuple[float, float]:
+        """The mAP's range over the orders of tied scores (the evaluator takes one of them)."""
+        ok = np.isfinite(self.ap_range[:, 0])
+        return ((float(self.ap_range[ok, 0].mean()), float(self.ap_range[ok, 1].mean())) if ok.any()
+                else (float("nan"), float("nan")))
 
     @property
     def map(self) -> float:
@@ -245,25 +252,24 @@ def ava_map(truth: Truth, preds: Predictions, labels: LabelMap) -> MapResult:
     with _numpy_float(), _quiet():
         result = ev.evaluate()
     ap = np.array([result.average_precisions[i - 1] for i in labels.ids], dtype=float)
-    bounds = []
+    ranges = np.full((len(labels.ids), 2), np.nan)
     with _numpy_float():
-        for tp_first in (False, True):
-            per_class = []
-            for i in labels.ids:
-                n_gt = ev.num_gt_instances_per_class[i - 1]
-                if n_gt == 0:
-                    continue
-                s = np.concatenate(ev.scores_per_class[i - 1]) if ev.scores_per_class[i - 1] else np.zeros(0)
-                tp = (np.concatenate(ev.tp_fp_labels_per_class[i - 1]) if ev.tp_fp_labels_per_class[i - 1]
-                      else np.zeros(0, dtype=bool))
-                order = np.lexsort((-tp.astype(int) if tp_first else tp.astype(int), -s))  # score down; ties: TPs first or last
+        for c, i in enumerate(labels.ids):
+            n_gt = ev.num_gt_instances_per_class[i - 1]
+            if n_gt == 0:
+                continue
+            s = np.concatenate(ev.scores_per_class[i - 1]) if ev.scores_per_class[i - 1] else np.zeros(0)
+            tp = (np.concatenate(ev.tp_fp_labels_per_class[i - 1]) if ev.tp_fp_labels_per_class[i - 1]
+                  else np.zeros(0, dtype=bool))
+            for side, tp_first in enumerate((False, True)):
+                key = tp.astype(int)
+                order = np.lexsort((-key if tp_first else key, -s))  # score down; ties: TPs last or first
                 rank = np.empty(len(s))
                 rank[order] = -np.arange(len(s), dtype=float)
                 p, r = metrics.compute_precision_recall(rank, tp, n_gt)
-                per_class.append(metrics.compute_average_precision(p, r))
-            bounds.append(float(np.mean(per_class)) if per_class else float("nan"))
+                ranges[c, side] = metrics.compute_average_precision(p, r)
     gt = np.array([ev.num_gt_instances_per_class[i - 1] for i in labels.ids])
-    return MapResult(ap, (bounds[0], bounds[1]), gt)
+    return MapResult(ap, ranges, gt)
 
 
 @contextlib.contextmanager
@@ -398,8 +404,9 @@ def evaluate(gt, detections, label_map, *, matched: bool = False, threshold: flo
         "threshold": threshold,
         "map_tie_range": list(m.tie_range),
         "f1_macro_best_thresholds": float(tuned),
-        "ap_per_class": {str(a): {"name": n, "ap": float(ap), "gt_boxes": int(g)}
-                         for a, n, ap, g in zip(labels.ids, labels.names, m.ap, m.gt_boxes)},
+        "ap_per_class": {str(a): {"name": n, "ap": float(ap), "ap_tie_range": [float(lo), float(hi)],
+                                  "gt_boxes": int(g)}
+                         for a, n, ap, (lo, hi), g in zip(labels.ids, labels.names, m.ap, m.ap_range, m.gt_boxes)},
         "counts": {
             "gt_rows": len(truth.rows), "gt_frames": len(truth_keys), "gt_rows_outside_label_map": truth.skipped,
             "classes": len(labels.ids), "classes_with_gt": int(np.isfinite(m.ap).sum()),
