@@ -39,6 +39,21 @@ def add_arguments(parser: argparse.ArgumentParser, cfg: dict) -> None:
     p.add_argument("--json", help="the figures as JSON (fractions, as PySlowFast's json_stats)")
     p.add_argument("--per-class", help="per-class AP CSV: action_id,ap50,action_name,gt_boxes")
     p.add_argument("--sweep", help="per-class threshold sweep CSV")
+    g = p.add_argument_group("the VLM baseline (appendix G.5; settings: config evaluate.vlm)")
+    g.add_argument("--vlm", action="store_true",
+                   help="ask the endpoint about every person of the split's clips (RESULTS/clips, corrected tracks), "
+                        "then score the answers in place of --detections")
+    g.add_argument("--vlm-answers", nargs="+", metavar="FILE",
+                   help="score answers already given (results/har_vlm/*.json) in place of --detections")
+    g.add_argument("--answers-dir", help="where --vlm writes its answers, one file per unit "
+                                         "(default: RESULTS/evaluate/har_vlm_<split>/)")
+    vlm = cfg["evaluate"]["vlm"]
+    for key in ("url", "model", "api_key_env", "prompt"):
+        g.add_argument(f"--{key.replace('_', '-')}", dest=f"vlm_{key}", help="(default: the config's)")
+    for key in ("frames", "frame_size", "jpeg_quality", "max_tokens", "retries", "concurrency"):
+        g.add_argument(f"--{key.replace('_', '-')}", dest=f"vlm_{key}", type=int, help=f"(default: {vlm[key]})")
+    for key in ("temperature", "timeout_seconds", "backoff_seconds"):
+        g.add_argument(f"--{key.replace('_', '-')}", dest=f"vlm_{key}", type=float, help=f"(default: {vlm[key]})")
 
     for task, what in (("captions", "captions: {video_id: caption}"),
                        ("vqa", "answers: {video_id: {question: answer}}")):
@@ -63,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser, cfg: dict) -> None:
 
 def run(args: argparse.Namespace, cfg: dict):
     if args.task == "har":
-        return _har(args)
+        return _har(args, cfg)
     if args.task in ("captions", "vqa"):
         return _text(args)
     raise AssertionError(args.task)
@@ -87,7 +102,7 @@ def _text(args: argparse.Namespace) -> dict:
     return {**result["metrics"], "evaluated": result["counts"]["evaluated"]}
 
 
-def _har(args: argparse.Namespace) -> dict:
+def _har(args: argparse.Namespace, cfg: dict) -> dict:
     from microg4m.evaluate import har
 
     defaults = har.default_paths(args.results, args.split)
@@ -96,13 +111,52 @@ def _har(args: argparse.Namespace) -> dict:
     for name, path in (("ground truth", gt), ("label map", label_map)):
         if not path.is_file():
             raise ValueError(f"{path}: no {name} there (give --{'gt' if name == 'ground truth' else 'label-map'})")
-    if not args.detections:
-        raise ValueError("give --detections FILE (PySlowFast's CSV or mmaction2's .pkl)")
-    result = har.evaluate(gt, args.detections, label_map, matched=args.matched, threshold=args.threshold,
-                          classes=args.mmaction_classes)
+    if sum(map(bool, (args.detections, args.vlm, args.vlm_answers))) != 1:
+        raise ValueError("give one of --detections FILE (PySlowFast's CSV or mmaction2's .pkl), --vlm or "
+                         "--vlm-answers FILE...")
+    if args.vlm or args.vlm_answers:
+        from microg4m.evaluate import vlm_har
+
+        answers = args.vlm_answers or _ask_vlm(args, cfg, gt, label_map)
+        result = vlm_har.evaluate(answers, gt, label_map)
+    else:
+        result = har.evaluate(gt, args.detections, label_map, matched=args.matched, threshold=args.threshold,
+                              classes=args.mmaction_classes)
     doc = har.write(result, json_path=args.json, per_class=args.per_class, sweep=args.sweep)
     _warn_counts(doc["counts"])
-    return {k: doc[k] for k in ("protocol", "map", "f1_macro", "recall_macro", "auroc_macro", "map_tie_range")}
+    out = {k: doc[k] for k in ("protocol", "map", "f1_macro", "recall_macro", "auroc_macro", "map_tie_range")}
+    return out | ({"vlm": doc["vlm"]} if "vlm" in doc else {})
+
+
+def _ask_vlm(args: argparse.Namespace, cfg: dict, gt: Path, label_map: Path) -> list[Path]:
+    """Ask about the persons of the ground truth's clips, unit by unit; the answer files."""
+    from microg4m import config
+    from microg4m.evaluate import vlm_har
+    from microg4m.formats.ava import read_ava
+    from microg4m.formats.unit_plan import read_plan
+
+    settings = dict(config.get(cfg, "evaluate.vlm"))
+    settings.update({k[4:]: v for k, v in vars(args).items() if k.startswith("vlm_") and k != "vlm_answers"
+                     and v is not None})
+    settings = config.validate_section("evaluate.vlm", settings)
+    settings.pop("enabled"), settings.pop("split")
+    res = Path(args.results)
+    plan = res / "units.tsv"
+    units = list(read_plan(plan)) if plan.is_file() else sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
+    if not units:
+        raise ValueError(f"{res}: no clips/<unit>/manifest.tsv: not a results folder")
+    clips = set(read_ava(gt, last="person_id")["video_id"])
+    out_dir = Path(args.answers_dir or res / "evaluate" / f"har_vlm_{args.split}")
+    answers = []
+    for unit in units:
+        corrected = res / "corrected" / f"{unit}.csv"
+        tracks = corrected if corrected.is_file() else res / "tracks" / f"{unit}.csv"
+        out = out_dir / f"{unit}.json"
+        counts = vlm_har.run(res / "clips" / unit / "manifest.tsv", res / "filter" / f"{unit}.tsv", tracks,
+                             label_map, out, clips=clips, **settings)
+        print(f"microg4m evaluate: {unit}: {counts}", file=sys.stderr)
+        answers.append(out)
+    return answers
 
 
 def _warn_counts(counts: dict) -> None:

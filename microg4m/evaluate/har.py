@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 
 IOU = 0.5
 THRESHOLD = 0.5
+PER_CLASS_COLUMNS = ["action_id", "ap50", "action_name", "gt_boxes"]  # the authors' three, and the boxes
 
 
 @dataclass
@@ -439,7 +440,7 @@ def per_class_table(result: dict) -> pd.DataFrame:
     (AP with 5 decimals, ``nan`` for a class without ground truth) and the box count."""
     rows = [(int(a), "nan" if not math.isfinite(v["ap"]) else f"{v['ap']:.5f}", v["name"], v["gt_boxes"])
             for a, v in result["ap_per_class"].items()]
-    return pd.DataFrame(rows, columns=["action_id", "ap50", "action_name", "gt_boxes"])
+    return pd.DataFrame(rows, columns=PER_CLASS_COLUMNS)
 
 
 def write(result: dict, *, json_path=None, per_class=None, sweep=None) -> dict:
