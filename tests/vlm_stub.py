@@ -7,7 +7,9 @@ shape (the model name, the ``Authorization: Bearer`` key, the images as JPEG dat
 that really decode, their count and size) and answers with deterministic canned text.
 Per clip it can also answer slowly, with an error status, with a body that is not JSON,
 or with text that is not the asked-for JSON, so that retries and failure records are
-exercised. What the captions say is fixed text, not a description of the frames.
+exercised. What the captions say is fixed text, not a description of the frames. For the
+HAR baseline's requests (tests/test_evaluate_vlm.py) an ``answer`` function gives the
+reply from the prompt and the decoded frames.
 """
 
 from __future__ import annotations
