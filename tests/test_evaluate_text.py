@@ -58,7 +58,7 @@ def files(tmp_path):
     return tmp_path
 
 
-def coco(refs: list[str], preds: list[str]) -> dict:
+def coco(refs: list[str], preds: list[str], meteor: bool = True) -> dict:
     """pycocoevalcap on the same strings, as the authors' eval_transformers.py calls it."""
     from pycocoevalcap.bleu.bleu import Bleu
     from pycocoevalcap.cider.cider import Cider
@@ -68,7 +68,7 @@ def coco(refs: list[str], preds: list[str]) -> dict:
     res = {i: [" ".join(p.split())] for i, p in enumerate(preds)}
     out = {"cider": Cider().compute_score(gts, res)[0], "bleu4": Bleu(4).compute_score(gts, res)[0][3],
            "rouge_l": Rouge().compute_score(gts, res)[0]}
-    if JAVA:
+    if JAVA and meteor:
         from pycocoevalcap.meteor.meteor import Meteor
 
         out["meteor"] = Meteor().compute_score(gts, res)[0]
@@ -100,12 +100,11 @@ def test_caption_metrics_are_pycocoevalcaps_on_the_same_strings_times_100(files)
 
 
 def test_a_missing_prediction_can_count_as_empty(files):
-    skip = text.score([REFS[1]["caption"]], [REFS[1]["caption"]], similarity_name="s_bert")
-    assert skip["metrics"]["bleu4"] == pytest.approx(100.0) and skip["metrics"]["s_bert"] == pytest.approx(100, abs=1e-3)
     r = text.evaluate_captions(files / "refs.json", files / "captions.json", missing="empty")
     assert r["counts"]["evaluated"] == 3
-    want = coco([x["caption"] for x in REFS], [CAPTIONS["iss_000"], CAPTIONS["iss_001"], ""])
-    assert r["metrics"]["cider"] == pytest.approx(100 * want["cider"], rel=1e-9)
+    want = coco([x["caption"] for x in REFS], [CAPTIONS["iss_000"], CAPTIONS["iss_001"], ""], meteor=False)
+    for key in ("cider", "bleu4", "rouge_l"):
+        assert r["metrics"][key] == pytest.approx(100 * want[key], rel=1e-9), key
 
 
 def test_bertscore_with_a_local_model_is_bert_scores_own(files):
@@ -120,7 +119,7 @@ def test_bertscore_with_a_local_model_is_bert_scores_own(files):
     _, _, f1 = bert_score.score(preds, refs, model_type=str(minilm_path()), num_layers=6, device="cpu")
     assert r["metrics"]["bertscore_f1"] == pytest.approx(100 * float(f1.mean()), abs=1e-4)
     assert "layer 6" in r["notes"]["bertscore_f1"]
-    want = coco(refs, preds)
+    want = coco(refs, preds, meteor=False)
     assert r["metrics"]["rouge_l"] == pytest.approx(100 * want["rouge_l"], rel=1e-9)
     assert 0 < r["metrics"]["s_vqa"] < 100
 

@@ -200,9 +200,14 @@ def _device() -> str:
 def score(references: list[str], predictions: list[str], *, similarity_name: str, sbert_model=None,
           bertscore_model=None, bertscore_layers: int | None = None, tokenize: bool = False) -> dict:
     """Every metric on 0-100 (``None`` with a note where it cannot run)."""
+    from microg4m.engines import text_models
+
     notes: dict[str, str] = {}
     if not references:
         raise ValueError("nothing to evaluate: no reference has a prediction")
+    for path, what in ((bertscore_model, "BERTScore"), (sbert_model, "S-BERT")):
+        if path:
+            text_models.local_model(path, what)  # before any metric runs
     figures = ngram_scores(references, predictions, tokenize=tokenize, notes=notes)
     figures[similarity_name] = sentence_similarity(references, predictions, sbert_model)
     if bertscore_model:
