@@ -198,6 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("team", help="team mode of the annotation page: accounts, double annotation, adjudication")
     team_options.add_arguments(p)
 
+    from .evaluate import cli as evaluate_cli
+
+    p = sub.add_parser("evaluate", help="the benchmark: HAR, caption and VQA metrics, the VLM baseline")
+    evaluate_cli.add_arguments(p, cfg)
+
     p = sub.add_parser("agreement", help="compare and merge the actions files of several annotators")
     p.add_argument("files", nargs="+", help="actions CSVs (video_id,movie_or_real,person_id,action)")
     p.add_argument("--out", required=True, help="merged actions CSV to write")
@@ -409,6 +414,10 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
 
         return agreement.run(args.files, args.out, label_map=args.label_map, rule=args.rule,
                              report_dir=args.report_dir)
+    if stage == "evaluate":
+        from .evaluate import cli as evaluate_cli
+
+        return evaluate_cli.run(args, cfg)
     if stage == "demo-media":
         from microg4m.stages import demo
 

@@ -12,7 +12,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "microg4m"
-ROLES = ("stages", "formats", "engines", "report", "vqa", "annotate", "common")
+# evaluate: the benchmark (scores of predictions on an export: HAR, captions, VQA, the VLM baseline);
+# it reads what the pipeline wrote and is neither a stage nor a reader of one file kind
+ROLES = ("stages", "formats", "engines", "report", "vqa", "annotate", "common", "evaluate")
 
 
 def _module(path: Path) -> str:
@@ -72,8 +74,9 @@ def test_the_stages_are_the_rules():
         rules |= {line.split()[1].rstrip(":") for line in smk.read_text().splitlines() if line.startswith("rule ")}
     stages = {p.stem for p in (PACKAGE / "stages").glob("*.py")} - {"__init__"}
     # demo_media's stage is demo; vqa_draft and vqa_export are vqa.draft and vqa.export;
-    # corrections (applied in track_files' job) and verify (CLI only) are stages without a rule of their own
-    rules = {"demo" if r == "demo_media" else r for r in rules} - {"vqa_draft", "vqa_export"}
+    # corrections (applied in track_files' job) and verify (CLI only) are stages without a rule of their own;
+    # har_vlm and har_vlm_eval are the benchmark's VLM baseline (microg4m.evaluate.vlm_har), not a stage
+    rules = {"demo" if r == "demo_media" else r for r in rules} - {"vqa_draft", "vqa_export", "har_vlm", "har_vlm_eval"}
     assert stages - rules == {"corrections", "verify"}
     assert rules - stages == set()
 

@@ -7,7 +7,9 @@ shape (the model name, the ``Authorization: Bearer`` key, the images as JPEG dat
 that really decode, their count and size) and answers with deterministic canned text.
 Per clip it can also answer slowly, with an error status, with a body that is not JSON,
 or with text that is not the asked-for JSON, so that retries and failure records are
-exercised. What the captions say is fixed text, not a description of the frames.
+exercised. What the captions say is fixed text, not a description of the frames. For the
+HAR baseline's requests (tests/test_evaluate_vlm.py) an ``answer`` function gives the
+reply from the prompt and the decoded frames.
 """
 
 from __future__ import annotations
@@ -45,9 +47,13 @@ OK, SLOW_ONCE, ERROR_ONCE, DOWN, MALFORMED_QA, NOT_JSON = (
 
 class StubVLM:
     def __init__(self, *, model: str, api_key: str | None, frames: int, frame_size: int,
-                 behaviour: dict[str, str] | None = None, slow_seconds: float = 2.0, reply_delay: float = 0.0):
+                 behaviour: dict[str, str] | None = None, slow_seconds: float = 2.0, reply_delay: float = 0.0,
+                 answer=None):
         self.model, self.api_key, self.frames, self.frame_size = model, api_key, frames, frame_size
         self.behaviour = behaviour or {}
+        # answer(text, images) -> reply: the message content of a request with images, in place of
+        # the caption (the HAR baseline's requests); images as decoded BGR arrays
+        self.answer = answer
         self.slow_seconds, self.reply_delay = slow_seconds, reply_delay
         self.lock = threading.Lock()
         self.requests: list[dict] = []  # kind, clip, status
@@ -135,6 +141,8 @@ class StubVLM:
             self._problem("request body is not JSON")
             return self.send(h, 400, {"error": {"message": "bad JSON"}})
         kind, clip, text = self._check(h, body)
+        images = [p["image_url"]["url"] for p in (body.get("messages") or [{}])[-1].get("content", [])
+                  if isinstance(p, dict) and p.get("type") == "image_url"] if kind == "caption" else []
         with self.lock:
             n = self._seen[(kind, clip)] = self._seen.get((kind, clip), 0) + 1
         behaviour = self.behaviour.get(clip, OK)
@@ -166,7 +174,9 @@ class StubVLM:
                 time.sleep(self.slow_seconds)
             elif self.reply_delay:
                 time.sleep(self.reply_delay)
-            if kind == "caption":
+            if kind == "caption" and self.answer is not None:
+                reply = self.answer(text, [self.decode(u) for u in images])
+            elif kind == "caption":
                 reply = CAPTION
             elif behaviour == MALFORMED_QA:
                 reply = "Sure! Here are some great questions about the clip: what, who and where."
@@ -177,6 +187,10 @@ class StubVLM:
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
                              "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+    @staticmethod
+    def decode(url: str):
+        return cv2.imdecode(np.frombuffer(base64.b64decode(url.split(",", 1)[1]), np.uint8), cv2.IMREAD_COLOR)
 
     @staticmethod
     def send(h, status: int, doc: dict) -> None:

@@ -30,6 +30,7 @@ from microg4m.report import datasheet, stats
 from microg4m.formats import labels, proposals, split_duplicates, splits
 from microg4m.common.atomic import atomic_path, write_text, write_tsv
 from microg4m.formats.clips import Report, load_clips
+from microg4m.formats.ava import SPLIT_FILES
 from microg4m.formats.labels import MAX_ACTIONS
 from microg4m.formats.frame_lists import write_frame_lists
 from microg4m.formats.tracks import BOX, read_tracks
@@ -37,7 +38,6 @@ from microg4m.formats.tracks import COLUMNS as TRACK_COLUMNS
 
 AVA_HEADER = "video_id,frame_stamp,xmin,ymin,xmax,ymax,action_id,person_id"
 BOXES_HEADER = "video_id,frame_stamp,xmin,ymin,xmax,ymax,person_id"
-SPLIT_FILES = {"train": "ava_train.csv", "val": "ava_val_gt.csv", "test": "ava_test_gt.csv"}
 LABEL_OUTPUTS = [
     "ava_format_with_header.csv",
     "ava_format.csv",

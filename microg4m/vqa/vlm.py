@@ -49,21 +49,30 @@ def sample_frames(path, n: int, size: int, quality: int = 85, total: int = CLIP_
     ``data:image/jpeg;base64,...`` URLs, the longer side scaled down to ``size`` pixels
     (never up). Only the chosen frames are kept while decoding."""
     wanted = set(frame_indices(total, n))
-    urls = []
-    for i, img in enumerate(iter_frames(path, limit=max(wanted) + 1)):
-        if i not in wanted:
-            continue
-        h, w = img.shape[:2]
-        k = size / max(h, w)
-        if k < 1:
-            img = cv2.resize(img, (max(1, round(w * k)), max(1, round(h * k))), interpolation=cv2.INTER_AREA)
-        ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(img), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-        if not ok:
-            raise ValueError(f"{path}: JPEG encoding of frame {i + 1} failed")
-        urls.append("data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode("ascii"))
+    urls = [data_url(img, size, quality, f"{path}: frame {i + 1}")
+            for i, img in enumerate(iter_frames(path, limit=max(wanted) + 1)) if i in wanted]
     if not urls:
         raise ValueError(f"{path}: no decodable frames")
     return urls
+
+
+def fit(img: np.ndarray, size: int) -> tuple[np.ndarray, float]:
+    """The frame with its longer side scaled down to ``size`` pixels (never up), and the scale."""
+    h, w = img.shape[:2]
+    k = size / max(h, w)
+    if k >= 1:
+        return img, 1.0
+    return cv2.resize(img, (max(1, round(w * k)), max(1, round(h * k))), interpolation=cv2.INTER_AREA), k
+
+
+def data_url(img: np.ndarray, size: int, quality: int = 85, what: str = "a frame") -> str:
+    """A BGR frame as a ``data:image/jpeg;base64,...`` URL, the longer side scaled down to
+    ``size`` pixels (never up)."""
+    img, _ = fit(img, size)
+    ok, buf = cv2.imencode(".jpg", np.ascontiguousarray(img), [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
+    if not ok:
+        raise ValueError(f"{what}: JPEG encoding failed")
+    return "data:image/jpeg;base64," + base64.b64encode(buf.tobytes()).decode("ascii")
 
 
 def api_key(env_name: str | None) -> str | None:
@@ -72,7 +81,7 @@ def api_key(env_name: str | None) -> str | None:
         return None
     key = os.environ.get(env_name)
     if not key:
-        raise ValueError(f"vqa.draft.api_key_env: the environment variable {env_name} is not set (or empty)")
+        raise ValueError(f"api_key_env: the environment variable {env_name} is not set (or empty)")
     return key
 
 

@@ -169,6 +169,14 @@ if config["vqa"]["draft"]["enabled"] or Path(config["vqa"]["reviews"]).is_file()
     VQA_TARGETS.append(R("vqa/vqa_and_captioning.json"))
 
 
+# ---------------------------------------------------------------- the benchmark (rules/evaluate.smk)
+# The VLM baseline only when enabled: its answers for every unit, and their figures.
+EVALUATE_TARGETS = []
+if config["evaluate"]["vlm"]["enabled"]:
+    EVALUATE_TARGETS += expand(R("har_vlm/{unit}.json"), unit=UNITS)
+    EVALUATE_TARGETS.append(R("evaluate/har_vlm.json"))
+
+
 # CVAT corrections, indexed by clip before any job runs: a file goes to the unit of its
 # clip's source; files that cannot be used are reported (stderr, export/input_report.tsv).
 _UNIT_OF = {sid: unit for unit, sids in UNITS.items() for sid in sids}
