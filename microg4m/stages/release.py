@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from microg4m import config
 from microg4m.common.atomic import write_text, write_tsv
 from microg4m.formats import detector_record, provenance
 from microg4m.formats.licences import read_licences
@@ -46,11 +47,6 @@ from microg4m.vqa.export import load as load_captions
 log = logging.getLogger(__name__)
 KEYWORDS = ["action-detection", "spatio-temporal-action-localization", "ava", "video", "person-tracking",
             "microg4m"]
-REDISTRIBUTABLE = [  # release.redistributable's default (config.schema.yaml)
-    r"^Creative Commons Attribution license \(reuse allowed\)$",
-    r"^CC[- ]?BY(-SA)?([- ][0-9.]+)?$", r"^CC0([- ]1\.0)?$", r"^public domain$",
-    r"creativecommons\.org/(licenses/(by|by-sa)/|publicdomain/)",
-]
 
 
 def release_date() -> str:
@@ -204,11 +200,13 @@ def _sample(content: Content, cid: str, keyframes: pd.DataFrame, captions: dict)
 def run(*, results, out_dir, export_dir=None, vqa=None, previous=None, withdrawn=None, licences=None,
         metadata=None, team_summary=None, duplicate_pairs=None, funnel=None, provenance_table=None, detector=None,
         versions=None, version: str = "1.0.0", license: str = "cc-by-4.0", videos="auto",
-        redistributable=REDISTRIBUTABLE, shards: dict | None = None, blur_faces: bool = False,
+        redistributable=None, shards: dict | None = None, blur_faces: bool = False,
         face_threshold: float = 0.2, face_mask_scale: float = 1.3, split: dict | None = None,
         pipeline: dict | None = None, encode: dict | None = None) -> dict:
     """Write the release into ``out_dir`` (see the module docstring); return a summary."""
-    shards = {"enabled": True, "max_samples": 1000, "max_size_mb": 1000} | (shards or {})
+    defaults = config.defaults()["release"]
+    shards = defaults["shards"] | (shards or {})
+    redistributable = defaults["redistributable"] if redistributable is None else redistributable
     out = Path(out_dir).resolve()
     if previous is not None and (Path(previous).resolve() == out or out in Path(previous).resolve().parents):
         raise ValueError(f"release.previous {previous} is inside the release's own folder {out_dir}, which is "
