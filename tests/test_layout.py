@@ -12,7 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "microg4m"
-ROLES = ("stages", "formats", "engines", "report", "vqa", "annotate", "common")
+ROLES = ("stages", "formats", "engines", "report", "vqa", "annotate", "common", "release")
 
 
 def _module(path: Path) -> str:

