@@ -28,7 +28,8 @@ rule release:
     conda:
         "../envs/microg4m.yaml"
     params:
-        results=RESULTS,
+        # the results folder: the one that holds the release
+        results=lambda w, output: os.path.dirname(output[0]),
         previous=RELEASE["previous"],
         settings=_release.stage_settings(RELEASE),
         split=config["export"]["split"],
