@@ -68,9 +68,6 @@ class Content:
     moved_none: bool = True  # no clip of the previous release changed split (always; checked)
     notes: list[str] = field(default_factory=list)  # warnings for the log and CHANGES.md
 
-    def with_video(self, clip_id: str) -> bool:
-        return bool(self.tables["clips"].set_index("video_id").at[clip_id, "video"])
-
 
 def _groups(clips: dict[str, Clip], split: dict, pairs_path, notes: list[str]) -> dict[str, str] | None:
     """Clip -> split unit, as the export makes them (export.split.group_by, .duplicates)."""

@@ -175,26 +175,32 @@ def _place_videos(content: Content, out: Path, *, blur: bool, face_threshold: fl
     return files
 
 
-def _sample(content: Content, cid: str, keyframes: pd.DataFrame, captions: dict) -> dict:
-    c = content.tables["clips"].set_index("video_id").loc[cid]
-    tracks = content.tables["tracks"]
-    tr = tracks[tracks["video_id"] == cid]
-    acts = content.tables.get("actions")
-    persons = []
-    for k in keyframes[keyframes["video_id"] == cid].itertuples(index=False):
-        labelled = [] if acts is None else sorted(int(a) for a in acts.loc[(acts["video_id"] == cid) & (
-            acts["person_id"] == k.person_id), "action_id"])
-        persons.append({"person_id": int(k.person_id), "frame_stamp": int(k.frame_stamp),
-                        "box": [float(k.xmin), float(k.ymin), float(k.xmax), float(k.ymax)], "actions": labelled})
-    cap = captions.get(cid)
-    return {"video_id": cid, "source_id": c["source_id"], "split": c["split"], "clip_type": c["clip_type"],
-            "start_s": int(c["start_s"]), "end_s": int(c["end_s"]), "frames": int(c["frames"]), "fps": FPS,
-            "width": int(c["width"]), "height": int(c["height"]), "license": c["license"],
-            "source_url": c["source_url"], "video": bool(c["video"]), "faces_blurred": bool(c["faces_blurred"]),
-            "tracks": [[int(r.frame_id), int(r.person_id), float(r.xmin), float(r.ymin), float(r.xmax),
-                        float(r.ymax)] for r in tr.itertuples(index=False)],
+def _samples(content: Content, keyframes: pd.DataFrame, captions: list[dict] | None) -> dict[str, dict]:
+    """Clip -> the JSON of its WebDataset sample (each table grouped once: linear in the rows)."""
+    tracks = {c: g for c, g in content.tables["tracks"].groupby("video_id", sort=False)}
+    acts: dict[tuple, list[int]] = {}
+    if "actions" in content.tables:
+        for r in content.tables["actions"].itertuples(index=False):
+            acts.setdefault((r.video_id, int(r.person_id)), []).append(int(r.action_id))
+    kf = {c: g for c, g in keyframes.groupby("video_id", sort=False)}
+    caps = {r["video_id"]: r for r in (captions or [])}
+    out = {}
+    for c in content.tables["clips"].itertuples(index=False):
+        tr, cap = tracks.get(c.video_id), caps.get(c.video_id)
+        persons = [{"person_id": int(k.person_id), "frame_stamp": int(k.frame_stamp),
+                    "box": [float(k.xmin), float(k.ymin), float(k.xmax), float(k.ymax)],
+                    "actions": sorted(acts.get((c.video_id, int(k.person_id)), []))}
+                   for k in (kf[c.video_id].itertuples(index=False) if c.video_id in kf else [])]
+        out[c.video_id] = {
+            "video_id": c.video_id, "source_id": c.source_id, "split": c.split, "clip_type": c.clip_type,
+            "start_s": int(c.start_s), "end_s": int(c.end_s), "frames": int(c.frames), "fps": FPS,
+            "width": int(c.width), "height": int(c.height), "license": c.license, "source_url": c.source_url,
+            "video": bool(c.video), "faces_blurred": bool(c.faces_blurred),
+            "tracks": [] if tr is None else [[int(r.frame_id), int(r.person_id), float(r.xmin), float(r.ymin),
+                                               float(r.xmax), float(r.ymax)] for r in tr.itertuples(index=False)],
             "keyframes": persons,
             "caption": cap["caption"] if cap else None, "qa_pairs": cap["qa_pairs"] if cap else []}
+    return out
 
 
 def run(*, results, out_dir, export_dir=None, vqa=None, previous=None, withdrawn=None, licences=None,
@@ -271,11 +277,10 @@ def _write(content: Content, out: Path, *, export, prev, meta, caps, version, li
 
     shard_list = []
     if shards["enabled"]:
-        kf = export.keyframes[export.keyframes["video_id"].isin(content.assignment)]
-        by_clip = {r["video_id"]: r for r in (caps or [])}
+        records = _samples(content, export.keyframes[export.keyframes["video_id"].isin(content.assignment)], caps)
         samples: dict[str, list] = {}
         for cid, s in content.assignment.items():
-            samples.setdefault(s, []).append((cid, _sample(content, cid, kf, by_clip), videos.get(cid)))
+            samples.setdefault(s, []).append((cid, records[cid], videos.get(cid)))
         shard_list = shard_files.write(out, samples, max_samples=shards["max_samples"],
                                        max_size_mb=shards["max_size_mb"])
 
