@@ -20,7 +20,12 @@ rule release:
         team=team_summary,
         previous=previous_release,
     output:
-        directory(R("release")),
+        report(
+            directory(R("release")),
+            patterns=["{name}.md"],
+            caption="../report/release.rst",
+            category="6. Release",
+        ),
     log:
         R("logs/release.log"),
     benchmark:
