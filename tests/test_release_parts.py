@@ -154,6 +154,13 @@ def test_splits_tsv_is_read_strictly(tmp_path):
         history.read_previous(tmp_path / "nothing")
 
 
-def test_the_previous_release_cannot_be_the_one_written(tmp_path):
+def test_the_previous_release_is_another_folder_and_version(tmp_path):
     with pytest.raises(ValueError, match="is inside the release's own folder"):
         release.run(results=tmp_path, out_dir=tmp_path / "release", previous=tmp_path / "release")
+    prev = tmp_path / "v1"
+    prev.mkdir()
+    (prev / "splits.tsv").write_text("video_id\tsource_id\tsplit\tadded\n")
+    (prev / "croissant.json").write_text('{"version": "1.0.0"}')
+    (tmp_path / "export").mkdir()
+    with pytest.raises(ValueError, match="release.version 1.0.0 is the version of release.previous"):
+        release.run(results=tmp_path, out_dir=tmp_path / "release", previous=prev, version="1.0.0")

@@ -217,17 +217,18 @@ def run(*, results, out_dir, export_dir=None, vqa=None, previous=None, withdrawn
     if previous is not None and (Path(previous).resolve() == out or out in Path(previous).resolve().parents):
         raise ValueError(f"release.previous {previous} is inside the release's own folder {out_dir}, which is "
                          "written anew: keep a copy of each published release elsewhere (e.g. releases/1.0.0)")
+    prev = history.read_previous(previous) if previous is not None else None
+    if prev is not None and prev.version == version:
+        raise ValueError(f"release.version {version} is the version of release.previous {previous}; "
+                         "a new release takes a new version")
     index = ResultsIndex(results)
     export = read_export(export_dir or Path(results) / "export")
-    prev = history.read_previous(previous) if previous is not None else None
     gone = read_withdrawn(withdrawn)
     meta = read_metadata(metadata, rai.FIELDS)
     caps = load_captions(vqa) if vqa is not None and Path(vqa).is_file() else None
     content = build(index=index, export=export, captions=caps, previous=prev, withdrawn=gone,
                     by_hand=read_licences(licences), duplicate_pairs=duplicate_pairs, split=split or {},
                     videos=videos, redistributable=redistributable, version=version)
-    if prev is not None and prev.version == version:
-        content.notes.append(f"release.version {version} is also the previous release's version; set a new one")
     for note in content.notes:
         log.warning("release: %s", note)
 
