@@ -65,7 +65,6 @@ class Content:
     withdrawn: dict[str, dict]  # source -> {date, reason, clips: {split: n}}: withdrawn sources whose clips
     #   this release leaves out (of the previous release, else of the export)
     removed: dict[str, str]  # clip of the previous release no longer in the export -> its split then
-    moved_none: bool = True  # no clip of the previous release changed split (always; checked)
     notes: list[str] = field(default_factory=list)  # warnings for the log and CHANGES.md
 
 
@@ -193,4 +192,4 @@ def build(*, index: ResultsIndex, export: ExportData, captions: list[dict] | Non
     moved = [c for c in clips if c in old and old[c] != assignment[c]]
     if moved:  # assign() never moves a fixed clip; a failure here is a bug, not bad input
         raise AssertionError(f"release: clips of the previous release changed split: {moved[:5]}")
-    return Content(version, assignment, clips, tables, src, added, gone_withdrawn, removed, True, notes)
+    return Content(version, assignment, clips, tables, src, added, gone_withdrawn, removed, notes)

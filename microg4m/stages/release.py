@@ -39,7 +39,7 @@ from microg4m.formats.splits import SPLITS
 from microg4m.formats.withdrawals import read_withdrawn
 from microg4m.release import card, changes, croissant, history, rai, shards as shard_files
 from microg4m.release.content import FPS, Content, build, read_export
-from microg4m.release.metadata import read_metadata
+from microg4m.release.metadata import AUTHORS, read_metadata
 from microg4m.release.tables import ALL, TABLES, read as read_table, write as write_table
 from microg4m.report import datasheet
 from microg4m.vqa.export import load as load_captions
@@ -316,7 +316,7 @@ def _write(content: Content, out: Path, *, export, prev, meta, caps, version, li
                                               present=present, counts=counts, sources=sources_rows,
                                               datasheet_md=sheet, rai=rai_fields, changes_line=line,
                                               shards=shard_list, videos=len(videos), blur=blur, keywords=keywords))
-    description = (meta.get("description") or f"{croissant.AUTHORS} What the dataset is, in a paragraph.") + (
+    description = (meta.get("description") or f"{AUTHORS} What the dataset is, in a paragraph.") + (
         f" {len(clips)} clips of {len(src)} source videos; release {version}. {line}")
     doc = croissant.build(meta=meta, description=description, version=version, date=date, licence=licence,
                           rai=rai_fields, present=present, videos=bool(videos), shards=bool(shard_list),
