@@ -171,6 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out_dir")
     p.add_argument("--reviews", default=cfg["vqa"]["reviews"], help="(default: %(default)s)")
 
+    p = sub.add_parser("release", help="the dataset release (Hugging Face layout, Croissant, WebDataset shards) "
+                                       "from a results folder")
+    p.add_argument("results", help="results folder of a run (export/, clips/, ...)"), p.add_argument("out_dir")
+    p.add_argument("--configfile", default=None,
+                   help="the run's config (default: config/config.yaml when there, else the defaults)")
+    p.add_argument("--export", default=None, help="export folder (default: RESULTS/export)")
+    p.add_argument("--vqa", default=None, help="vqa_and_captioning.json (default: RESULTS/vqa/'s, when there)")
+    for key in ("previous", "withdrawn", "licences", "metadata", "version", "license"):
+        p.add_argument(f"--{key}", default=None, help=f"release.{key} (default: the config's)")
+    p.add_argument("--videos", choices=["auto", "true", "false"], default=None, help="release.videos")
+    p.add_argument("--blur-faces", type=_boolean, default=None, help="release.blur_faces (true/false)")
+    p.add_argument("--shards", type=_boolean, default=None, help="release.shards.enabled (true/false)")
+
     p = sub.add_parser("ledger", help="status of every source and clip of a results folder")
     p.add_argument("results")
 
@@ -384,6 +397,28 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         units = _unit_files(args.results)
         return vqa_export.run(manifests=[f.manifest for f in units], decisions=[f.decisions for f in units],
                               reviews=args.reviews, out_dir=args.out_dir)
+    if stage == "release":
+        from microg4m import config
+        from microg4m.release import settings as release_settings
+        from microg4m.stages import release
+
+        videos = {"auto": "auto", "true": True, "false": False}.get(args.videos)
+        given = {f"release.{k}": getattr(args, k) for k in ("previous", "withdrawn", "licences", "metadata",
+                                                             "version", "license", "blur_faces")}
+        run_cfg = config.load(args.configfile, given | {"release.videos": videos, "release.shards.enabled": args.shards})
+        res = Path(args.results)
+        there = lambda path: path if path.is_file() else None  # noqa: E731
+        rel = run_cfg["release"]
+        return release.run(results=res, out_dir=args.out_dir, export_dir=args.export or res / "export",
+                           vqa=args.vqa or there(res / "vqa" / "vqa_and_captioning.json"),
+                           previous=rel["previous"], withdrawn=rel["withdrawn"], licences=rel["licences"],
+                           metadata=rel["metadata"],
+                           team_summary=there(Path(run_cfg["team"]["report_dir"]) / "summary.json"),
+                           duplicate_pairs=there(res / "duplicates" / "pairs.tsv"), funnel=there(res / "funnel.tsv"),
+                           provenance_table=there(res / "provenance.tsv"),
+                           detector=there(res / "models" / "detector.json"), versions=there(res / "versions.tsv"),
+                           split=run_cfg["export"]["split"], pipeline=release_settings.pipeline(run_cfg),
+                           encode=release_settings.encode(run_cfg), **release_settings.stage_settings(rel))
     if stage == "ledger":
         from microg4m.stages import ledger
 

@@ -13,8 +13,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "microg4m"
 # evaluate: the benchmark (scores of predictions on an export: HAR, captions, VQA, the VLM baseline);
-# it reads what the pipeline wrote and is neither a stage nor a reader of one file kind
-ROLES = ("stages", "formats", "engines", "report", "vqa", "annotate", "common", "evaluate")
+# it reads what the pipeline wrote and is neither a stage nor a reader of one file kind.
+# release: the dataset release (Hugging Face layout, Croissant, shards) built from an export.
+ROLES = ("stages", "formats", "engines", "report", "vqa", "annotate", "common", "evaluate", "release")
 
 
 def _module(path: Path) -> str:

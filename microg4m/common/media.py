@@ -17,10 +17,12 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import cv2
 import numpy as np
+
+from microg4m.common.atomic import atomic_path
 
 
 class MediaError(RuntimeError):
@@ -165,3 +167,33 @@ def count_frames(path: str | os.PathLike) -> int:
     finally:
         cap.release()
     return n
+
+
+def write_h264(frames: Iterable[np.ndarray], out: str | os.PathLike, *, fps: float = 30.0, crf: int = 23,
+               preset: str = "veryfast") -> Path:
+    """Encode BGR frames (all of one size) as an H.264 mp4, atomically: yuv420p (odd sizes
+    padded to even), no metadata, bit-exact muxing, so the same frames give the same bytes."""
+    frames = iter(frames)
+    first = next(frames, None)
+    if first is None:
+        raise MediaError(f"{out}: no frames to encode")
+    h, w = first.shape[:2]
+    out = Path(out)
+    with atomic_path(out, suffix=".tmp.mp4") as tmp:
+        cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
+               "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{w}x{h}", "-r", str(fps), "-i", "-",
+               "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-c:v", "libx264", "-preset", preset,
+               "-crf", str(crf), "-pix_fmt", "yuv420p", "-movflags", "+faststart",
+               "-fflags", "+bitexact", "-map_metadata", "-1", str(tmp)]
+        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            proc.stdin.write(np.ascontiguousarray(first).tobytes())
+            for frame in frames:
+                proc.stdin.write(np.ascontiguousarray(frame).tobytes())
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        err = proc.stderr.read().decode(errors="replace")
+        if proc.wait() != 0:
+            raise MediaError(f"{out}: ffmpeg failed: {err.strip()[-300:]}")
+    return out

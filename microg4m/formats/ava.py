@@ -5,6 +5,11 @@ eighth: ``person_id`` in the ground truth (``ava_{train,val,test}*.csv``, no hea
 export's ``ava_format_with_header.csv`` has one), ``score`` in detections (PySlowFast's
 ``detections_*.csv``, whose stamps are zero-padded, ``0052``). Boxes are normalised
 ``x1, y1, x2, y2``. A frame is keyed as the AVA evaluator keys it: ``"<video_id>,<stamp:04d>"``.
+
+The export's labelled rows are read back (by the release) with :func:`read_labels`, the
+same parser under the export's column names; ``boxes.csv`` (every person's keyframe box
+before labels, no action column) has its own reader, :func:`read_boxes`. Every float is
+the one the file wrote (``repr`` gives the file's text back: ``0.99``, ``1.0``).
 """
 
 from __future__ import annotations
@@ -65,3 +70,33 @@ def read_ava(path: str | os.PathLike, *, last: str) -> pd.DataFrame:
         raise ValueError(f"{path}: not an AVA CSV: {'; '.join(bad[:5])}{more}")
     df = pd.DataFrame(out, columns=["line", "video_id", "stamp", *BOX, "action_id", last])
     return df.astype({"line": int, "stamp": int, "action_id": int, last: int if last == "person_id" else float})
+
+
+LABEL_COLUMNS = ["video_id", "frame_stamp", "xmin", "ymin", "xmax", "ymax", "action_id", "person_id"]  # the export's
+BOX_COLUMNS = ["video_id", "frame_stamp", "xmin", "ymin", "xmax", "ymax", "person_id"]  # boxes.csv
+
+
+def read_labels(path: str | os.PathLike) -> pd.DataFrame:
+    """The export's labelled rows (``ava_format_with_header.csv`` or a split file) under its
+    column names, in file order (:func:`read_ava`'s checks; ValueError naming the line)."""
+    df = read_ava(path, last="person_id").drop(columns="line")
+    return df.rename(columns={"stamp": "frame_stamp", "x1": "xmin", "y1": "ymin", "x2": "xmax", "y2": "ymax"})[
+        LABEL_COLUMNS].astype({"video_id": str})
+
+
+def read_boxes(path: str | os.PathLike) -> pd.DataFrame:
+    """The keyframe boxes of ``boxes.csv``, in file order (ValueError naming the file and the reason)."""
+    types = {"video_id": str, "frame_stamp": "int64", "xmin": "float64", "ymin": "float64", "xmax": "float64",
+             "ymax": "float64", "person_id": "int64"}
+    try:
+        df = pd.read_csv(path, dtype={"video_id": str}, keep_default_na=False, float_precision="round_trip")
+    except pd.errors.EmptyDataError:
+        df = pd.DataFrame(columns=BOX_COLUMNS)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        raise ValueError(f"{path}: unreadable keyframe boxes ({type(exc).__name__}: {exc})") from None
+    if list(df.columns) != BOX_COLUMNS:
+        raise ValueError(f"{path}: columns {','.join(map(str, df.columns))}, expected {','.join(BOX_COLUMNS)}")
+    try:
+        return df.astype(types)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: a cell is not of its column's type ({exc})") from None

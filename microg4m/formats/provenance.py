@@ -113,3 +113,12 @@ def write_export_files(out_dir: str | os.PathLike, provenance: pd.DataFrame,
     write_csv(out / "sources.csv", rows)
     write_tsv(out / "redownload.tsv", rows[REDOWNLOAD_COLUMNS])
     return rows
+
+
+def read_sources_csv(path: str | os.PathLike) -> pd.DataFrame:
+    """An export's ``sources.csv`` (as strings, in file order); ValueError naming a missing column."""
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in SOURCES_CSV_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: not an export's sources.csv (missing column(s) {', '.join(missing)})")
+    return df

@@ -75,8 +75,57 @@ def _items(d: dict) -> str:
     return "\n".join(f"  - {k}: {v}" for k, v in d.items()) if d else "  - none"
 
 
-def render(f: Facts) -> str:
-    """The datasheet as Markdown."""
+# The datasheet's questions for the authors, per section (render's ``answers`` replace them).
+QUESTIONS = {
+    "motivation": (
+        'For what purpose was the dataset created? Was there a specific task in mind, a\n'
+        'gap to fill? Who created it (which team, on behalf of which entity)? Who funded it?'
+    ),
+    "composition": (
+        'What do the instances represent (people, activities, settings)? Is it a sample\n'
+        'of a larger set, and how was it chosen? Is any information missing, and why? Are there\n'
+        'errors, noise or redundancies (near-duplicate clips)? Does it rely on external resources\n'
+        '(the source videos) and can they change or vanish (see `microg4m verify`)? Does it hold\n'
+        'data that might be confidential, offensive or that identifies people, directly or\n'
+        'indirectly? Are subpopulations (age, gender ...) identifiable, and how are they\n'
+        'distributed?'
+    ),
+    "collection": (
+        'How were the source videos chosen, by whom, and over what time frame? Were the\n'
+        'people in them told, and did they consent (and can they revoke it)? Was an ethical\n'
+        "review conducted? Was the collection checked against the platforms' terms of service?"
+    ),
+    "preprocessing": (
+        'Who labelled the actions, with what instructions and tools? How was agreement\n'
+        'measured? Were boxes corrected by hand? Is the raw data kept?'
+    ),
+    "uses": (
+        'What has the dataset been used for? What else could it be used for? Is there\n'
+        'anything about its composition or collection that could affect future uses (harms,\n'
+        'stereotypes)? Are there tasks it should not be used for?'
+    ),
+    "distribution": (
+        'How will it be distributed (clip ids and `redownload.tsv` only, or the media)?\n'
+        "Under which licence and terms? Do the sources' licences (above, and per source in\n"
+        '`sources.csv`) allow it? Are there export controls or other restrictions?'
+    ),
+    "maintenance": (
+        'Who maintains it and how can they be reached? Will it be updated (errata,\n'
+        'sources that vanish: `microg4m verify` lists them), how often, by whom? Will older\n'
+        'versions stay available? How can others contribute?'
+    ),
+}
+
+
+def render(f: Facts, answers: dict[str, str] | None = None) -> str:
+    """The datasheet as Markdown; ``answers`` (section -> text, the keys of QUESTIONS): the
+    authors' answers, in place of the questions."""
+    answers = answers or {}
+    unknown = sorted(set(answers) - set(QUESTIONS))
+    if unknown:
+        raise ValueError(f"datasheet answers for unknown section(s) {', '.join(unknown)} "
+                         f"(known: {', '.join(QUESTIONS)})")
+    ask = {k: answers[k].strip() if answers.get(k) else f"{PROMPT} {q}" for k, q in QUESTIONS.items()}
     labels = ("no action labels yet (only the annotation template)" if f.label_rows is None else
               f"{f.label_rows} label rows, {f.actions_used} of the label map's {f.actions_in_map} actions used")
     return f"""# Datasheet
@@ -88,8 +137,7 @@ table that fetches the same files again; check it with `microg4m verify`).
 
 ## Motivation
 
-{PROMPT} For what purpose was the dataset created? Was there a specific task in mind, a
-gap to fill? Who created it (which team, on behalf of which entity)? Who funded it?
+{ask["motivation"]}
 
 ## Composition
 
@@ -109,13 +157,7 @@ gap to fill? Who created it (which team, on behalf of which entity)? Who funded 
 - Licences of the sources in the dataset (as yt-dlp reports them; `sources.csv` per source):
 {_items(f.licences)}
 
-{PROMPT} What do the instances represent (people, activities, settings)? Is it a sample
-of a larger set, and how was it chosen? Is any information missing, and why? Are there
-errors, noise or redundancies (near-duplicate clips)? Does it rely on external resources
-(the source videos) and can they change or vanish (see `microg4m verify`)? Does it hold
-data that might be confidential, offensive or that identifies people, directly or
-indirectly? Are subpopulations (age, gender ...) identifiable, and how are they
-distributed?
+{ask["composition"]}
 
 ## Collection process
 
@@ -123,9 +165,7 @@ distributed?
   or the best below it; films are local files. Each source's file is recorded with
   its sha256.
 
-{PROMPT} How were the source videos chosen, by whom, and over what time frame? Were the
-people in them told, and did they consent (and can they revoke it)? Was an ethical
-review conducted? Was the collection checked against the platforms' terms of service?
+{ask["collection"]}
 
 ## Preprocessing, cleaning, labelling
 
@@ -135,26 +175,19 @@ review conducted? Was the collection checked against the platforms' terms of ser
   source and clip, with its reason, is in the run's `ledger.tsv`.
 - Action labels: from the actions file (validated; problems in `label_report.tsv`).
 
-{PROMPT} Who labelled the actions, with what instructions and tools? How was agreement
-measured? Were boxes corrected by hand? Is the raw data kept?
+{ask["preprocessing"]}
 
 ## Uses
 
-{PROMPT} What has the dataset been used for? What else could it be used for? Is there
-anything about its composition or collection that could affect future uses (harms,
-stereotypes)? Are there tasks it should not be used for?
+{ask["uses"]}
 
 ## Distribution
 
-{PROMPT} How will it be distributed (clip ids and `redownload.tsv` only, or the media)?
-Under which licence and terms? Do the sources' licences (above, and per source in
-`sources.csv`) allow it? Are there export controls or other restrictions?
+{ask["distribution"]}
 
 ## Maintenance
 
-{PROMPT} Who maintains it and how can they be reached? Will it be updated (errata,
-sources that vanish: `microg4m verify` lists them), how often, by whom? Will older
-versions stay available? How can others contribute?
+{ask["maintenance"]}
 """
 
 

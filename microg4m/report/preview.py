@@ -6,8 +6,8 @@ the contact sheet shows every kept clip of a source (its middle frame) at a glan
 
 from __future__ import annotations
 
+import itertools
 import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from microg4m.common.atomic import atomic_path
-from microg4m.common.media import MediaError, ffmpeg_exe, iter_frames
+from microg4m.common.media import MediaError, iter_frames, write_h264
 
 FONT = cv2.FONT_HERSHEY_SIMPLEX
 # BGR, distinct on most footage; person n gets PALETTE[(n - 1) % len]
@@ -120,26 +120,8 @@ def clip_preview(clip: str | os.PathLike, tracks: pd.DataFrame, out: str | os.Pa
     first = next(frames, None)
     if first is None:
         raise MediaError(f"{clip}: no decodable frames")
-    h, w = first.shape[:2]
-    out = Path(out)
-    with atomic_path(out, suffix=".tmp.mp4") as tmp:
-        cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
-               "-f", "rawvideo", "-pix_fmt", "bgr24", "-s", f"{w}x{h}", "-r", str(fps), "-i", "-",
-               "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", "-c:v", "libx264", "-preset", "veryfast",
-               "-crf", "23", "-pix_fmt", "yuv420p", "-movflags", "+faststart",
-               "-fflags", "+bitexact", "-map_metadata", "-1", str(tmp)]
-        proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
-        try:
-            proc.stdin.write(draw_boxes(first, by_frame.get(1, [])).tobytes())
-            for n, frame in enumerate(frames, start=2):
-                proc.stdin.write(draw_boxes(frame, by_frame.get(n, [])).tobytes())
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
-        err = proc.stderr.read().decode(errors="replace")
-        if proc.wait() != 0:
-            raise MediaError(f"{out}: ffmpeg failed: {err.strip()[-300:]}")
-    return out
+    drawn = (draw_boxes(frame, by_frame.get(n, [])) for n, frame in enumerate(frames, start=2))
+    return write_h264(itertools.chain([draw_boxes(first, by_frame.get(1, []))], drawn), out, fps=fps)
 
 
 def _write_png(img: np.ndarray, out: str | os.PathLike) -> Path:

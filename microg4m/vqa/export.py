@@ -36,7 +36,7 @@ import pandas as pd  # noqa: E402
 
 from microg4m.common.atomic import atomic_path, write_csv, write_text  # noqa: E402
 from microg4m.formats.clips import Report, load_clips  # noqa: E402
-from microg4m.vqa.rules import MAX_PAIRS, QUESTION_TYPES, UNANSWERABLE, VQAError, check_entry, question_type, read_reviews, warnings_for, word_counts, words
+from microg4m.vqa.rules import MAX_PAIRS, QUESTION_TYPES, UNANSWERABLE, VQAError, check_caption, check_entry, check_pairs, question_type, read_reviews, warnings_for, word_counts, words
 
 TOP_WORDS = 50
 
@@ -46,6 +46,27 @@ def dumps(records: list[dict]) -> str:
     return json.dumps([{"video_id": r["video_id"], "caption": r["caption"],
                         "qa_pairs": [{"Q": p["Q"], "A": p["A"]} for p in r["qa_pairs"]]} for r in records],
                       indent=2, ensure_ascii=False)
+
+
+def load(path: str | os.PathLike) -> list[dict]:
+    """The records of a ``vqa_and_captioning.json`` (the released schema), each checked by the
+    review rules; ValueError naming the file and the record otherwise."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(doc, list):
+        raise ValueError(f"{path}: expected a list of {{video_id, caption, qa_pairs}}")
+    out = []
+    for i, r in enumerate(doc, 1):
+        try:
+            if not isinstance(r, dict) or not isinstance(r.get("video_id"), str):
+                raise VQAError("no video_id")
+            out.append({"video_id": r["video_id"], "caption": check_caption(r.get("caption")),
+                        "qa_pairs": check_pairs(r.get("qa_pairs"))})
+        except VQAError as exc:
+            raise ValueError(f"{path}: record {i}: {exc}") from None
+    return out
 
 
 def _ratio(counts: pd.Series) -> pd.Series:

@@ -8,6 +8,7 @@ from microg4m.common import units as _units
 from microg4m.engines.runtime import uses_gpu
 from microg4m.formats.decisions import read_screening
 from microg4m.formats.sources import load_sources, normalize_url
+from microg4m.release import settings as _release
 from microg4m.stages import corrections as _corrections
 from microg4m.stages import demo as _demo
 
@@ -191,3 +192,39 @@ for _clip, _path in _CORRECTIONS.items():
 def correction_files(wildcards):
     """The correction files of a unit's clips (adding or removing one re-runs that unit)."""
     return sorted(_CORRECTIONS_BY_UNIT.get(wildcards.unit, []))
+
+
+# ---------------------------------------------------------------- the release (rules/release.smk)
+# It reads the VQA export when the workflow makes one, the human files of the release when
+# they exist (editing them re-runs the release only), and the previous release's splits.
+RELEASE = config["release"]
+VQA_EXPORT = (
+    [R("vqa/vqa_and_captioning.json")]
+    if R("vqa/vqa_and_captioning.json") in VQA_TARGETS
+    else []
+)
+RELEASE_TARGETS = [R("release")] if RELEASE["enabled"] else []
+
+
+def release_file(key):
+    """An input function: the file of setting release.KEY when it exists."""
+    return lambda wildcards: [RELEASE[key]] if Path(RELEASE[key]).is_file() else []
+
+
+def team_summary(wildcards):
+    """Team mode's agreement figures, when its report was written."""
+    path = Path(config["team"]["report_dir"]) / "summary.json"
+    return [str(path)] if path.is_file() else []
+
+
+def previous_release(wildcards):
+    """The splits of the release published last (release.previous)."""
+    if RELEASE["previous"] is None:
+        return []
+    path = Path(RELEASE["previous"]) / "splits.tsv"
+    if not path.is_file():
+        raise WorkflowError(
+            f"release.previous {RELEASE['previous']}: no splits.tsv there; name the folder of a "
+            "release microg4m wrote (a copy kept when it was published, or downloaded from the Hub)"
+        )
+    return [str(path)]
