@@ -43,7 +43,7 @@ from microg4m.common.atomic import write_text
 from microg4m.common.media import iter_frames
 from microg4m.evaluate import har
 from microg4m.formats.decisions import read_decisions
-from microg4m.formats.frame_lists import kept_clips
+from microg4m.formats.clips import kept_clips
 from microg4m.formats.manifest import clip_file, read_manifest
 from microg4m.formats.tracks import read_tracks
 from microg4m.vqa.vlm import DraftFailed, Endpoint, data_url, fit, frame_indices
