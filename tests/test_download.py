@@ -2,6 +2,7 @@
 
 from conftest import ffmpeg, get_footage
 from microg4m.stages import download
+from microg4m.formats import provenance
 from microg4m.formats.records import read_records
 
 
@@ -127,3 +128,27 @@ def test_a_zero_byte_local_file_is_reported_as_empty(tmp_path):
         assert rec["status"] == "failed" and rec["attempts"] == 0, rec
         assert rec["reason"] == f"not a video: {zero}: empty file (0 bytes)"
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == []  # nothing staged, nothing kept
+
+
+def test_a_replaced_local_file_is_linked_again_and_its_sha256_follows(tmp_path):
+    """A film replaced under the same path (another cut, a better copy) is linked again, so
+    that its clips are made from it and its provenance names its bytes; an untouched one
+    keeps its first record."""
+    film = tmp_path / "films" / "Gravity.mp4"
+    film.parent.mkdir()
+    film.write_bytes(_source(tmp_path, "a.mp4", 2).read_bytes())
+    d = tmp_path / "results" / "download"
+    sources = [{"source_id": "gravity", "url": str(film), "clip_type": "m"}]
+    first = download.run(sources, d / "u.tsv")[0]
+    assert download.run(sources, d / "u.tsv")[0] == first  # unchanged: the first record
+    replacement = _source(tmp_path, "b.mp4", 3)
+    replacement.replace(film)  # a new file under the old name (the link keeps the old bytes)
+    second = download.run(sources, d / "u.tsv")[0]
+    assert second["status"] == "ok" and second["duration"] > first["duration"]
+    assert second["size"] == film.stat().st_size != first["size"]
+    assert second["sha256"] == provenance.sha256(film) != first["sha256"]
+    assert (tmp_path / "results" / second["path"]).read_bytes() == film.read_bytes()
+    assert read_records(d / "u.tsv")[0]["sha256"] == second["sha256"]
+    # the same bytes written again (a new modification time): linked again, the same record
+    film.write_bytes(film.read_bytes())
+    assert download.run(sources, d / "u.tsv")[0] == second

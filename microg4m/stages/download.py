@@ -87,9 +87,35 @@ def _first_record(video_dir: Path, video: Path, source_id: str, url: str, clip_t
     return {k: record.get(k) for k in RECORD_COLUMNS}
 
 
-def _write_record(video_dir: Path, record: dict, fmt: str) -> None:
-    write_text(record_file(video_dir, record["source_id"]),
-               json.dumps({"format": fmt, "record": record}, ensure_ascii=False, indent=1) + "\n")
+def _write_record(video_dir: Path, record: dict, fmt: str, local: Path | None = None) -> None:
+    saved = {"format": fmt, "record": record}
+    if local is not None and local.is_file():
+        saved["local"] = _stamp(local)  # the file linked, to see later whether it changed
+    write_text(record_file(video_dir, record["source_id"]), json.dumps(saved, ensure_ascii=False, indent=1) + "\n")
+
+
+def _stamp(path: Path) -> dict:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _local_changed(video_dir: Path, source_id: str, local: Path, record: dict) -> str | None:
+    """How the local file a source was linked from changed since (None: it did not, or it
+    is gone and the linked copy is all there is): its size or modification time against
+    those recorded when it was linked; for a record written before they were kept, its
+    size and sha256 against the record's."""
+    if not local.is_file():
+        return None
+    saved = json.loads(record_file(video_dir, source_id).read_text(encoding="utf-8")).get("local")
+    now = _stamp(local)
+    if saved is not None:
+        changed = [k for k in ("size", "mtime_ns") if saved.get(k) != now[k]]
+        return f"{' and '.join(changed)} changed" if changed else None
+    if record.get("size") is not None and int(record["size"]) != now["size"]:
+        return "size changed"
+    if record.get("sha256") and provenance.sha256(local) != record["sha256"]:
+        return "sha256 changed"
+    return None
 
 
 def _link_or_copy(src: Path, dest: Path) -> None:
@@ -133,11 +159,15 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
     video = _existing_video(video_dir, source_id)
     if video is not None:
         first = _first_record(video_dir, video, source_id, url, clip_type, format)
-        if first is not None:
+        changed = _local_changed(video_dir, source_id, local, first) if first and local is not None else None
+        if first is not None and changed is None:
             log.info("%s: already downloaded (%s); its first record is kept", source_id, video)
             shutil.rmtree(staging, ignore_errors=True)
             return first
-        if record_file(video_dir, source_id).exists():
+        if changed is not None:
+            log.info("%s: %s %s since it was linked; linking it again", source_id, local, changed)
+            video.unlink()
+        elif record_file(video_dir, source_id).exists():
             log.info("%s: %s was downloaded from another url or format; fetching again", source_id, video)
             video.unlink()
         else:
@@ -149,7 +179,7 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
             _probe_into(record, video, video, video_dir)
             record = _finish(record, video)
             if record["status"] == "ok":
-                _write_record(video_dir, record, format)
+                _write_record(video_dir, record, format, local)
             return record
     record_file(video_dir, source_id).unlink(missing_ok=True)  # a record whose video never got in place
 
@@ -179,7 +209,7 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
         _probe_into(record, staged, video_dir / staged.name, video_dir, name=local or url)
     record = _finish(record, staged)
     if record["status"] == "ok":
-        _write_record(video_dir, record, format)  # first the record, then the video
+        _write_record(video_dir, record, format, local)  # first the record, then the video
         os.replace(staged, video_dir / staged.name)
     shutil.rmtree(staging, ignore_errors=True)
     return record
