@@ -4,9 +4,11 @@ detect stops early on clips the filter must reject (microg4m.formats.rejection),
 depends on the filter's settings and a job runs again when they change. This cache keeps
 what YOLO found in each frame, per source (one parquet file) and clip (by the clip
 file's sha256, so a re-cut clip with other pixels is a new clip), under a key of
-everything the boxes depend on (the model, precision, device, image size, confidence
-and batch), so that the job decodes the clips again but runs YOLO only on frames it never
-ran on. Each clip's entry is its first ``prefix`` frames (the frames run, in order).
+everything a box depends on and nothing else (microg4m.stages.detect.box_settings: the
+model, runtime, precision, image size, decoder, hardware, libraries; not detect.conf,
+whose boxes are filtered from those of the detector's own low threshold, nor the batch on
+a CPU), so that the job runs YOLO only on frames it never ran on. Each clip's entry is
+its first ``prefix`` frames (the frames run, in order).
 """
 
 from __future__ import annotations
