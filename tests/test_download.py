@@ -22,7 +22,7 @@ def test_local_file_through_ytdlp(tmp_path):
     assert back["status"] == "ok" and back["path"] == rec["path"] and back["title"] == rec["title"]
     # A second run skips the download and returns the first run's record, unchanged.
     first = out.read_bytes()
-    assert fetch("p1", src.as_uri(), "r", out.parent) == rec
+    assert fetch("p1", src.as_uri(), "r", download.video_folder(out), results_dir=out.parent.parent) == rec
     download.run([{"source_id": "p1", "url": src.as_uri(), "clip_type": "r"}], out)
     assert out.read_bytes() == first
 
@@ -80,21 +80,23 @@ def test_every_state_a_kill_can_leave_gives_the_first_runs_record(tmp_path, monk
     rec = download.run(sources, d / "p1.tsv")[0]
     table = (d / "p1.tsv").read_bytes()
     assert rec["status"] == "ok" and rec["attempts"] == 1 and rec["title"] == "clip"
-    record, video = download.record_file(d, "p1"), tmp_path / "results" / rec["path"]
-    assert sorted(p.name for p in d.iterdir()) == ["p1.mp4", "p1.record.json", "p1.tsv"]
+    videos = download.video_folder(d / "p1.tsv")
+    record, video = download.record_file(videos, "p1"), tmp_path / "results" / rec["path"]
+    assert rec["path"] == "download/videos/p1.mp4"
+    assert sorted(p.name for p in videos.iterdir()) == ["p1.mp4", "p1.record.json"]
 
     def rerun():
         (d / "p1.tsv").unlink()
         assert download.run(sources, d / "p1.tsv")[0] == rec
         assert (d / "p1.tsv").read_bytes() == table
-        assert sorted(p.name for p in d.iterdir()) == ["p1.mp4", "p1.record.json", "p1.tsv"]  # no staging left
+        assert sorted(p.name for p in videos.iterdir()) == ["p1.mp4", "p1.record.json"]  # no staging left
 
     rerun()  # the video and its record, no status table
     video.unlink()
     rerun()  # a record without its video: fetched again
     video.unlink()
     record.unlink()
-    stale = d / ".p1.0123456789.partial"  # parts of an earlier URL
+    stale = videos / ".p1.0123456789.partial"  # parts of an earlier URL
     stale.mkdir()
     (stale / "p1.mp4.part").write_bytes(b"x" * 100)
     rerun()  # nothing but stale parts
