@@ -12,7 +12,8 @@ from workflow import dry_run_jobs, make_workdir
 # the stages that run one job per unit; the others run once
 PER_UNIT = ["download", "trim", "scenes", "detect", "filter", "motion", "track", "frames", "track_files",
             "signatures"]
-ONCE = {"detector": 1, "versions": 1, "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1}
+ONCE = {"detector": 1, "versions": 1, "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1,
+        "cache": 4, "download_settings": 1, "units": 1}
 
 
 def test_auto_fills_the_slots_with_few_jobs_and_caps_their_size():
@@ -50,8 +51,8 @@ def test_auto_dry_run_plans_one_job_per_unit_and_stage(tmp_path, n_sources):
     units = planned_units(n_sources)
     expected = {**{stage: units for stage in PER_UNIT}, **ONCE}
     assert dry_run_jobs(wd) == expected
-    # on the 2-CPU test machine: 2 units (27 jobs) for 10 sources, 200 units (2,007 jobs) for 10^4
+    # on the 2-CPU test machine: 2 units (33 jobs) for 10 sources, 200 units (2,013 jobs) for 10^4
     if len(os.sched_getaffinity(0)) == 2:
-        assert sum(expected.values()) == {10: 27, 10_000: 2007}[n_sources]
+        assert sum(expected.values()) == {10: 33, 10_000: 2013}[n_sources]
     if n_sources == 10:  # --cores does not re-plan the units, so a re-run keeps every result
         assert dry_run_jobs(wd, "--cores", "1") == expected

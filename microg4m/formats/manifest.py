@@ -36,8 +36,24 @@ def ok_clips(path: str | os.PathLike) -> pd.DataFrame:
 
 
 def clip_file(manifest_path: str | os.PathLike, clip: str) -> Path:
-    """Clips live next to their manifest: ``clips/{src}/{clip_id}.mp4``."""
+    """Clips live next to their manifest: ``clips/{unit}/{clip_id}.mp4``."""
     return Path(manifest_path).parent / f"{clip}.mp4"
+
+
+# A unit's clip folder ``clips/{unit}/`` (the trim rule's output, a whole folder, so that
+# Snakemake owns every clip in it) holds the clips, their manifest and trim's status table.
+MANIFEST = "manifest.tsv"
+STATUS = "status.tsv"
+
+
+def manifest_in(folder: str | os.PathLike) -> Path:
+    """The manifest of a clip folder: ``clips/{unit}/manifest.tsv``."""
+    return Path(folder) / MANIFEST
+
+
+def status_in(folder: str | os.PathLike) -> Path:
+    """Trim's status table of a clip folder: ``clips/{unit}/status.tsv``."""
+    return Path(folder) / STATUS
 
 
 def write_manifest(path: str | os.PathLike, rows: list[dict]) -> None:
