@@ -27,6 +27,7 @@ from microg4m.common.atomic import atomic_path
 SCHEMA = pa.schema([("clip_sha", pa.string()), ("frame", pa.int32())]
                    + [(c, pa.float32()) for c in ("x1", "y1", "x2", "y2", "conf")] + [("cls", pa.int16())])
 PREFIX = b"microg4m.prefix"  # metadata: {clip sha256: frames run}
+KEY_FILE = "key.json"  # what the folder's key was made of
 
 Entry = dict  # frame (1-based) -> boxes (n, 6) float32
 
@@ -38,8 +39,11 @@ def key(**settings) -> str:
 
 
 class FrameCache:
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike, settings: dict | None = None):
+        """``folder``: the cache of one key; ``settings``: what the key was made of, kept
+        beside the entries (``key.json``) to show what a folder holds."""
         self.folder = Path(folder)
+        self.settings = settings
 
     def _path(self, source_id: str) -> Path:
         return self.folder / f"{source_id}.parquet"
@@ -83,5 +87,8 @@ class FrameCache:
             + [pa.array(boxes[:, 5].astype(np.int16), pa.int16())],
             schema=SCHEMA.with_metadata({PREFIX: json.dumps(prefix, sort_keys=True)}))
         self.folder.mkdir(parents=True, exist_ok=True)
+        if self.settings is not None and not (self.folder / KEY_FILE).is_file():
+            with atomic_path(self.folder / KEY_FILE) as tmp:
+                tmp.write_text(json.dumps(self.settings, indent=1, sort_keys=True, default=str) + "\n")
         with atomic_path(self._path(source_id)) as tmp:
             pq.write_table(table, tmp)

@@ -365,7 +365,10 @@ def box_settings(record: dict, *, runtime: str, precision: str, device: str, img
     the batch on a CPU (the same boxes for 1, 4 and 8 frames a pass); on CUDA, where it
     could not be measured here, it stays in.
     """
-    settings = dict(model=record["model"], sha256=record["sha256"], runtime=runtime, precision=precision,
+    # the model by its export's name (folder and file: the weights' sha256, runtime, precision,
+    # calibration, versions), not by where the export cache lies
+    model = "/".join(Path(record["model"]).parts[-2:])
+    settings = dict(model=model, sha256=record["sha256"], runtime=runtime, precision=precision,
                     imgsz=imgsz, conf=conf, decoder=decoder, hardware=rt.device_tag(device),
                     versions=rt.versions(runtime))
     if runtime in ("torch", "onnx"):
@@ -452,9 +455,9 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
         logging.getLogger(__name__).info("detect: %s %s on %s, batch %d, decoder %s x %d", runtime, precision, dev,
                                          batch, decoder, workers)
         if frame_cache and record:
-            fcache = FrameCache(Path(frame_cache) / cache_key(**box_settings(
-                record, runtime=runtime, precision=precision, device=dev, imgsz=imgsz, conf=run_conf,
-                decoder=decoder, threads=threads, batch=batch)))
+            key_settings = box_settings(record, runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
+                                        conf=run_conf, decoder=decoder, threads=threads, batch=batch)
+            fcache = FrameCache(Path(frame_cache) / cache_key(**key_settings), key_settings)
             for source, group in clips.groupby("source_id", sort=False):
                 entries = fcache.load(source)
                 for clip in group["clip_id"]:
