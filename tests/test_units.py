@@ -2,6 +2,7 @@
 under ``auto`` for 10 and for 10^4 sources."""
 
 import math
+from pathlib import Path
 import os
 
 import pytest
@@ -56,3 +57,28 @@ def test_auto_dry_run_plans_one_job_per_unit_and_stage(tmp_path, n_sources):
         assert sum(expected.values()) == {10: 33, 10_000: 2013}[n_sources]
     if n_sources == 10:  # --cores does not re-plan the units, so a re-run keeps every result
         assert dry_run_jobs(wd, "--cores", "1") == expected
+
+
+def test_the_units_stage_writes_the_plan_and_removes_the_paths_of_units_not_in_it(tmp_path, monkeypatch):
+    from microg4m.formats.unit_plan import read_plan
+    from microg4m.stages import units
+
+    monkeypatch.chdir(tmp_path)
+    res = Path("results")
+    for p in ["clips/batch00000/a_000.mp4", "clips/old/b_000.mp4", "frames/old/b_000/b_000_000001.jpg",
+              "frames/old.tsv", "logs/detect/old.log", "download/old.tsv", "download/settings.json",
+              "download/videos/old.mp4", "frames/batch00000.tsv"]:
+        (res / p).parent.mkdir(parents=True, exist_ok=True)
+        (res / p).write_text("x")
+    plan = {"batch00000": ["a", "b"]}
+    patterns = ["results/clips/{unit}", "results/frames/{unit}", "results/frames/{unit}.tsv",
+                "results/logs/detect/{unit}.log", "results/download/{unit}.tsv"]
+    removed = units.run(res / "units.tsv", plan, patterns)
+    assert sorted(map(str, removed)) == ["results/clips/old", "results/download/old.tsv", "results/frames/old",
+                                         "results/frames/old.tsv", "results/logs/detect/old.log"]
+    left = sorted(str(p.relative_to(res)) for p in res.rglob("*") if p.is_file())
+    assert left == ["clips/batch00000/a_000.mp4", "download/settings.json", "download/videos/old.mp4",
+                    "frames/batch00000.tsv", "units.tsv"]
+    assert read_plan(res / "units.tsv") == plan
+    with pytest.raises(ValueError, match="not a per-unit path"):
+        units.orphans(["results/{name}/{unit}"], plan)

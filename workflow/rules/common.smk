@@ -2,6 +2,7 @@ import os
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.io import strip_wildcard_constraints
 
 from microg4m import config as _config
 from microg4m.common import units as _units
@@ -66,7 +67,9 @@ def per_unit_paths():
     paths = set()
     for r in workflow.rules:
         declared = [*r.output, *r.log, *([r.benchmark] if r.benchmark else [])]
-        paths.update(str(f) for f in declared if "{unit}" in str(f))
+        # (Snakemake writes the wildcard constraint into the pattern: {unit,[A-Za-z0-9_-]+})
+        plain = [strip_wildcard_constraints(str(f)) for f in declared]
+        paths.update(f for f in plain if "{unit}" in f)
     return sorted(paths)
 
 
