@@ -2,13 +2,14 @@
 under ``auto`` for 10 and for 10^4 sources."""
 
 import math
-from pathlib import Path
 import os
+import re
+from pathlib import Path
 
 import pytest
 
 from microg4m.common.units import AUTO_MAX, make_units, per_job
-from workflow import dry_run_jobs, make_workdir
+from workflow import dry_run_jobs, make_workdir, set_config, snakemake
 
 # the stages that run one job per unit; the others run once
 PER_UNIT = ["download", "trim", "scenes", "detect", "filter", "motion", "track", "frames", "track_files",
@@ -82,3 +83,31 @@ def test_the_units_stage_writes_the_plan_and_removes_the_paths_of_units_not_in_i
     assert read_plan(res / "units.tsv") == plan
     with pytest.raises(ValueError, match="not a per-unit path"):
         units.orphans(["results/{name}/{unit}"], plan)
+
+
+def job_resources(proc) -> dict[str, set[str]]:
+    """Rule -> the `gpu=` values of its jobs, from a dry run's job listing."""
+    out: dict[str, set[str]] = {}
+    rule = None
+    for line in (proc.stdout + proc.stderr).splitlines():
+        m = re.match(r"^(?:local)?rule (\w+):", line.strip())
+        if m:
+            rule = m.group(1)
+        m = re.search(r"resources: .*\bgpu=(\d+)", line)
+        if m and rule:
+            out.setdefault(rule, set()).add(m.group(1))
+    return out
+
+
+def test_only_jobs_that_use_a_gpu_take_the_gpu_resource(tmp_path):
+    """detector and detect on a GPU; track only with a ReID model on a GPU (track.device),
+    never for BoT-SORT alone, which runs on the CPU."""
+    rows = "".join(f"s{i}\thttp://127.0.0.1:9/s{i}.mp4\tr\n" for i in range(4))
+    wd = make_workdir(tmp_path, sources="source_id\turl\tclip_type\n" + rows,
+                      config={"sources_per_job": "auto", "detect": {"device": "cuda:0"}})
+    got = job_resources(snakemake(wd, "-n"))
+    assert got["detect"] == got["detector"] == {"1"} and got["track"] == {"0"}
+    set_config(wd, "track", tracker="boxmot", reid_weights="reid.pt", device="cpu")
+    assert job_resources(snakemake(wd, "-n"))["track"] == {"0"}  # a ReID model on the CPU
+    set_config(wd, "track", device="cuda")
+    assert job_resources(snakemake(wd, "-n"))["track"] == {"1"}
