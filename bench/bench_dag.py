@@ -11,7 +11,6 @@ machine's CPUs (microg4m/common/units.py), so the job count does too.
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 import shutil
 import subprocess
@@ -20,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO, write_csv  # noqa: E402
 
 
 def per_job_value(value: str):
@@ -66,11 +66,7 @@ def main() -> int:
             rows.append({"sources": args.sources, "sources_per_job": per_job,
                          "jobs": int(total.group(1)) if total else -1, "seconds": round(seconds, 1)})
             print(rows[-1], flush=True)
-    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.csv, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(Path(args.csv), rows)
     return 0
 
 

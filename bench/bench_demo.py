@@ -16,7 +16,6 @@ of the whole process tree, the jobs run, and the CPU's model and instruction set
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import re
 import resource
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import REPO, git_rev  # noqa: E402
+from common import REPO, git_rev, write_csv  # noqa: E402
 
 from microg4m.engines import hardware  # noqa: E402
 
@@ -71,11 +70,7 @@ def main() -> int:
         print(row, flush=True)
     walls = [r["wall_s"] for r in rows]
     print(f"demo, --cores {args.cores}: best {min(walls)} s, median {statistics.median(walls)} s; {cpu}")
-    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.csv, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(Path(args.csv), rows)
     return 0
 
 
