@@ -248,7 +248,7 @@ def test_the_frame_cache_runs_yolo_again_only_for_what_changes_a_box(pianist_sou
     assert inferred == 0 and batch8.equals(base)
     inferred, cv2 = run("cv2", decoder="cv2")  # auto is cv2 on a CPU
     assert inferred == 0 and cv2.equals(base)
-    inferred, _ = run("imgsz", imgsz=320)
+    inferred, _ = run("imgsz", imgsz=160)
     assert inferred == 60
 
 
