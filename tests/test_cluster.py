@@ -150,11 +150,10 @@ GPU_RULES = {"detector", "detect"}  # the jobs the profile sends to the GPU part
 def gpu_partition(cluster) -> str:
     """A second partition, ``gpu``, on the cluster's one node (the node that offers the fake
     GPU): the profile's GPU jobs go there, every other job to ``debug``. Made once
-    (scontrol create partition), as a cluster's admin would have made it."""
+    (scontrol create), as a cluster's admin would have made it."""
     if "PartitionName=gpu " not in cluster.run("scontrol", "show", "partition", "-o"):
         node = cluster.run("sinfo", "-h", "-o", "%N").split()[0]
-        cluster.run("scontrol", "create", "partition", "PartitionName=gpu", f"Nodes={node}", "State=UP",
-                    "MaxTime=INFINITE")
+        cluster.run("scontrol", "create", "PartitionName=gpu", f"Nodes={node}", "State=UP", "MaxTime=INFINITE")
     return "gpu"
 
 
