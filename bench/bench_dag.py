@@ -1,15 +1,16 @@
 """Time Snakemake's dry run (DAG building) over a generated sources table.
 
-    python bench/bench_dag.py --sources 10000 --per-job 1 20
+    python bench/bench_dag.py --sources 10000                  # sources_per_job auto (the default), then 1
+    python bench/bench_dag.py --sources 10000 --per-job 1 20 auto
 
 Prints one line per setting: sources, sources_per_job, jobs, seconds. Nothing is
-downloaded: a dry run only builds the DAG.
+downloaded: a dry run only builds the DAG. Under ``auto`` the units follow this
+machine's CPUs (microg4m/common/units.py), so the job count does too.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import re
 import shutil
 import subprocess
@@ -18,13 +19,28 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import REPO, write_csv  # noqa: E402
+
+
+def per_job_value(value: str):
+    """A sources_per_job value from the command line: ``auto`` or an integer >= 1."""
+    if value == "auto":
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected an integer >= 1 or auto")
+    return n
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sources", type=int, default=10000)
-    ap.add_argument("--per-job", type=int, nargs="+", default=[20, 1])
+    ap.add_argument("--per-job", type=per_job_value, nargs="+", default=["auto", 1],
+                    help="sources_per_job values: integers >= 1 or auto")
     ap.add_argument("--csv", default=str(REPO / "bench" / "out" / "bench_dag.csv"))
     args = ap.parse_args()
     rows = []
@@ -50,11 +66,7 @@ def main() -> int:
             rows.append({"sources": args.sources, "sources_per_job": per_job,
                          "jobs": int(total.group(1)) if total else -1, "seconds": round(seconds, 1)})
             print(rows[-1], flush=True)
-    Path(args.csv).parent.mkdir(parents=True, exist_ok=True)
-    with open(args.csv, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_csv(Path(args.csv), rows)
     return 0
 
 

@@ -133,7 +133,7 @@ def pyslowfast_split(export_dir: Path, frame_dir: Path, split: str, *, num_frame
 
 def mmaction2_datasets(workdir: Path) -> dict:
     """The datasets of the shipped config, built by mmaction2 in ``workdir`` (which holds
-    ``results/export`` and ``results/frames``; the caller's working directory, where the
+    ``results/export`` with its frames, ``results/export/frames``; the caller's working directory, where the
     config's relative paths point), for every split the config keeps. The config drops val
     (its loader, evaluator and loop) when the export wrote no ``ava_val_gt.csv``; a split it
     keeps whose files are missing fails to build here, as in mmaction2's runner."""

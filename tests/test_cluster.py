@@ -36,7 +36,8 @@ SOURCES = {
 CONFIG = {"detect": {"imgsz": 320}}
 # The decisions of a local run (snakemake --cores 2) of these sources.
 EXPECTED_DECISIONS = {"carphone_000": ("1", "kept"), "noperson_000": ("0", "few_persons")}
-LOCAL_RULES = {"download", "versions", "all"}  # run inside the Snakemake process, never submitted
+# run inside the Snakemake process, never submitted
+LOCAL_RULES = {"download", "download_settings", "versions", "units", "cache", "all"}
 
 
 def run(workdir: Path, *args: str, env: dict | None = None, timeout: int = 420):
@@ -143,13 +144,27 @@ def test_demo_through_cluster_generic_runs_every_job_as_its_own_process(tmp_path
     check_outputs(wd, ids)
 
 
+GPU_RULES = {"detector", "detect"}  # the jobs the profile sends to the GPU partition
+
+
+def gpu_partition(cluster) -> str:
+    """A second partition, ``gpu``, on the cluster's one node (the node that offers the fake
+    GPU): the profile's GPU jobs go there, every other job to ``debug``. Made once
+    (scontrol create), as a cluster's admin would have made it."""
+    if "PartitionName=gpu " not in cluster.run("scontrol", "show", "partition", "-o"):
+        node = cluster.run("sinfo", "-h", "-o", "%N").split()[0]
+        cluster.run("scontrol", "create", "PartitionName=gpu", f"Nodes={node}", "State=UP", "MaxTime=INFINITE")
+    return "gpu"
+
+
 def slurm_test_profile(dest: Path) -> Path:
     """workflow/profiles/slurm with the few settings this one-node test cluster needs."""
     profile = yaml.safe_load((PROFILES / "slurm" / "config.yaml").read_text())
-    profile["default-resources"]["slurm_partition"] = "debug"  # the only partition here
-    detect = profile["set-resources"]["detect"]
-    detect["slurm_partition"] = "debug"  # (the profile's gpu partition does not exist here)
-    detect["cpus_per_gpu"] = 2  # the node has 2 CPUs
+    profile["default-resources"]["slurm_partition"] = "debug"  # the CPU partition here
+    for rule in GPU_RULES:  # the profile's own: the GPU partition, named gpu here too
+        assert profile["set-resources"][rule]["slurm_partition"] == "gpu"
+        assert profile["set-resources"][rule]["gpu"] == 1
+        profile["set-resources"][rule]["cpus_per_gpu"] = 2  # the node has 2 CPUs
     profile["cores"] = 2  # a group job may not ask for more CPUs than the node has
     profile["slurm-init-seconds-before-status-checks"] = 1  # jobs of seconds: poll soon (profile: 30)
     profile["slurm-keep-successful-logs"] = True  # the test reads the sbatch logs
@@ -164,6 +179,7 @@ def test_demo_through_local_slurm(slurm_cluster, tmp_path, capsys):  # noqa: F81
                    + ("" if slurm_cluster.started_here else " (was already running)"))
     ids = ("carphone", "noperson")
     wd = make_workdir(tmp_path / "wd", sources=sources_table(*ids), config=CONFIG)
+    gpu_partition(slurm_cluster)
     profile = slurm_test_profile(tmp_path / "profile")
     proc, _, wall = run(wd, "--workflow-profile", str(profile), env=slurm_cluster.env)
     report(capsys, f"SLURM run: {wall:.1f} s")
@@ -190,11 +206,30 @@ def test_demo_through_local_slurm(slurm_cluster, tmp_path, capsys):  # noqa: F81
     rows = [line.split("|") for line in acct.split()]
     assert sorted(r[0] for r in rows) == sorted(submitted), acct
     assert all(r[1] == run_id and r[2] == "COMPLETED" for r in rows), acct
-    # detect asked SLURM for a GPU, export and ledger did not. (sacct does not record
-    # GPUs with the default AccountingStorageTRES; slurmctld remembers finished jobs for
-    # MinJobAge = 300 s, enough for these, which ran last.)
+    # The detector and detect jobs went to the GPU partition with a GPU, every other job
+    # (the group holding track among them) to the CPU partition without one. (sacct does
+    # not record GPUs with the default AccountingStorageTRES; slurmctld remembers finished
+    # jobs for MinJobAge = 300 s, enough for this run.)
     for jobid, log in submitted.items():
-        if "/rule_detect/" in log or "/rule_export/" in log or "/rule_ledger/" in log:
-            job = slurm_cluster.run("scontrol", "show", "job", "-o", jobid)
-            assert ("TresPerJob=gres:gpu:1" in job) == ("/rule_detect/" in log), job
+        kind = Path(log).relative_to(wd / ".snakemake" / "slurm_logs").parts[0]
+        on_gpu = kind in {f"rule_{r}" for r in GPU_RULES}
+        job = slurm_cluster.run("scontrol", "show", "job", "-o", jobid)
+        assert f"Partition={'gpu' if on_gpu else 'debug'} " in job, (kind, job)
+        assert ("TresPerJob=gres:gpu:1" in job) == on_gpu, (kind, job)
+    # detect.device auto was resolved inside the jobs, on the node: there SLURM gave the job
+    # its GPU (CUDA_VISIBLE_DEVICES), and torch, the only judge of CUDA, found none (this
+    # machine has no GPU; a fake nvidia-smi could not change torch's answer), so the
+    # detector made its model for the CPU and each detect job checked its node against it.
+    logs = wd / "results" / "logs"
+    node = slurm_cluster.run("sinfo", "-h", "-o", "%N").split()[0]
+    made = re.search(r"detector: detect.device auto is (\S+) on (\S+) \(CUDA_VISIBLE_DEVICES=(\S+)\)",
+                     (logs / "detector.log").read_text())
+    assert made and made.group(1) == "cpu" and made.group(2).split(".")[0] == node and made.group(3) != "unset", made
+    for src in ids:
+        ran = re.search(r"detect: detect.device auto is (\S+) on (\S+) \(CUDA_VISIBLE_DEVICES=(\S+), CUDA not",
+                        (logs / "detect" / f"{src}.log").read_text())
+        assert ran and ran.group(1) == "cpu" and ran.group(3) != "unset", src
+        # track, without a ReID model, ran on the CPU and asked for no GPU (above)
+        assert "track: ultralytics tracker on cpu (track.device auto, ReID model none)" in (
+            logs / "track" / f"{src}.log").read_text()
     check_outputs(wd, ids)

@@ -218,3 +218,48 @@ def test_prefetch_is_bounded_and_reraises():
     assert len(pulled) <= 6, "the worker must not run ahead of the queue"
     with pytest.raises(RuntimeError, match="decode failed"):
         list(it)
+
+
+def test_the_frame_cache_runs_yolo_again_only_for_what_changes_a_box(pianist_source, tmp_path):
+    """The frame cache's key holds what changes a box and nothing else
+    (bench/bench_box_bits.py): a conf edit is served from the boxes of the detector's own
+    low threshold (the same boxes a run at that conf gives), a batch edit or a decoder
+    setting that resolves to the same decoder from the cache; the image size runs YOLO."""
+    from microg4m.stages import detector
+
+    record = tmp_path / "models" / "detector.json"
+    detector.run(record, weights=WEIGHTS, runtime="torch", device="cpu", cache=tmp_path / "exports")
+    frame_cache = tmp_path / "cache"
+
+    def run(name, **settings):
+        settings = {"weights": WEIGHTS, "runtime": "torch", "device": "cpu", "batch": 4, "threads": 1,
+                    "skip_rejected": False, **settings}
+        out = tmp_path / f"{name}.parquet"
+        stats = detect.run(pianist_source, out, detector=record, frame_cache=frame_cache, **settings)
+        return stats["inferred"], read_detections(out)
+
+    inferred, base = run("base")
+    assert inferred == 60 and len(base) >= 60
+    inferred, higher = run("conf", conf=0.3)
+    assert inferred == 0
+    want = base[base["conf"] > np.float32(0.3)].reset_index(drop=True)
+    assert len(want) < len(base) and higher.equals(want)
+    inferred, batch8 = run("batch8", batch=8)
+    assert inferred == 0 and batch8.equals(base)
+    inferred, cv2 = run("cv2", decoder="cv2")  # auto is cv2 on a CPU
+    assert inferred == 0 and cv2.equals(base)
+    inferred, _ = run("imgsz", imgsz=160)
+    assert inferred == 60
+
+
+def test_a_detector_made_for_another_kind_of_device_is_refused(pianist_source, tmp_path):
+    """On a cluster the detector job resolves detect.device on its node: a detect job on a
+    node of another kind stops, naming the fix, rather than run on a device nobody chose."""
+    from microg4m.formats import detector_record
+
+    record = tmp_path / "detector.json"
+    detector_record.write(record, {"weights": str(resolve_weights(WEIGHTS)), "sha256": "x", "device": "cuda:0",
+                                   "runtime": "torch", "precision": "fp16", "batch": 64, "imgsz": 640,
+                                   "model": str(resolve_weights(WEIGHTS))})
+    with pytest.raises(ValueError, match=r"made for cuda:0, but this job runs on cpu .*same partition"):
+        detect.run(pianist_source, tmp_path / "d.parquet", weights=WEIGHTS, device="auto", detector=record)

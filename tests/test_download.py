@@ -2,6 +2,7 @@
 
 from conftest import ffmpeg, get_footage
 from microg4m.stages import download
+from microg4m.formats import provenance
 from microg4m.formats.records import read_records
 
 
@@ -21,7 +22,7 @@ def test_local_file_through_ytdlp(tmp_path):
     assert back["status"] == "ok" and back["path"] == rec["path"] and back["title"] == rec["title"]
     # A second run skips the download and returns the first run's record, unchanged.
     first = out.read_bytes()
-    assert fetch("p1", src.as_uri(), "r", out.parent) == rec
+    assert fetch("p1", src.as_uri(), "r", download.video_folder(out), results_dir=out.parent.parent) == rec
     download.run([{"source_id": "p1", "url": src.as_uri(), "clip_type": "r"}], out)
     assert out.read_bytes() == first
 
@@ -79,21 +80,23 @@ def test_every_state_a_kill_can_leave_gives_the_first_runs_record(tmp_path, monk
     rec = download.run(sources, d / "p1.tsv")[0]
     table = (d / "p1.tsv").read_bytes()
     assert rec["status"] == "ok" and rec["attempts"] == 1 and rec["title"] == "clip"
-    record, video = download.record_file(d, "p1"), tmp_path / "results" / rec["path"]
-    assert sorted(p.name for p in d.iterdir()) == ["p1.mp4", "p1.record.json", "p1.tsv"]
+    videos = download.video_folder(d / "p1.tsv")
+    record, video = download.record_file(videos, "p1"), tmp_path / "results" / rec["path"]
+    assert rec["path"] == "download/videos/p1.mp4"
+    assert sorted(p.name for p in videos.iterdir()) == ["p1.mp4", "p1.record.json"]
 
     def rerun():
         (d / "p1.tsv").unlink()
         assert download.run(sources, d / "p1.tsv")[0] == rec
         assert (d / "p1.tsv").read_bytes() == table
-        assert sorted(p.name for p in d.iterdir()) == ["p1.mp4", "p1.record.json", "p1.tsv"]  # no staging left
+        assert sorted(p.name for p in videos.iterdir()) == ["p1.mp4", "p1.record.json"]  # no staging left
 
     rerun()  # the video and its record, no status table
     video.unlink()
     rerun()  # a record without its video: fetched again
     video.unlink()
     record.unlink()
-    stale = d / ".p1.0123456789.partial"  # parts of an earlier URL
+    stale = videos / ".p1.0123456789.partial"  # parts of an earlier URL
     stale.mkdir()
     (stale / "p1.mp4.part").write_bytes(b"x" * 100)
     rerun()  # nothing but stale parts
@@ -127,3 +130,27 @@ def test_a_zero_byte_local_file_is_reported_as_empty(tmp_path):
         assert rec["status"] == "failed" and rec["attempts"] == 0, rec
         assert rec["reason"] == f"not a video: {zero}: empty file (0 bytes)"
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == []  # nothing staged, nothing kept
+
+
+def test_a_replaced_local_file_is_linked_again_and_its_sha256_follows(tmp_path):
+    """A film replaced under the same path (another cut, a better copy) is linked again, so
+    that its clips are made from it and its provenance names its bytes; an untouched one
+    keeps its first record."""
+    film = tmp_path / "films" / "Gravity.mp4"
+    film.parent.mkdir()
+    film.write_bytes(_source(tmp_path, "a.mp4", 2).read_bytes())
+    d = tmp_path / "results" / "download"
+    sources = [{"source_id": "gravity", "url": str(film), "clip_type": "m"}]
+    first = download.run(sources, d / "u.tsv")[0]
+    assert download.run(sources, d / "u.tsv")[0] == first  # unchanged: the first record
+    replacement = _source(tmp_path, "b.mp4", 3)
+    replacement.replace(film)  # a new file under the old name (the link keeps the old bytes)
+    second = download.run(sources, d / "u.tsv")[0]
+    assert second["status"] == "ok" and second["duration"] > first["duration"]
+    assert second["size"] == film.stat().st_size != first["size"]
+    assert second["sha256"] == provenance.sha256(film) != first["sha256"]
+    assert (tmp_path / "results" / second["path"]).read_bytes() == film.read_bytes()
+    assert read_records(d / "u.tsv")[0]["sha256"] == second["sha256"]
+    # the same bytes written again (a new modification time): linked again, the same record
+    film.write_bytes(film.read_bytes())
+    assert download.run(sources, d / "u.tsv")[0] == second

@@ -516,12 +516,12 @@ def test_mmaction2_default_settings_would_not(real):
 
 @pytest.fixture(scope="module")
 def mm_workdir(real, tmp_path_factory):
-    """A folder laid out as the shipped mmaction2 config expects: results/export, results/frames."""
+    """A folder laid out as the shipped mmaction2 config expects: results/export, with the
+    frames in results/export/frames."""
     root, out, _ = real
     wd = tmp_path_factory.mktemp("mmaction2")
     (wd / "results").mkdir()
     (wd / "results" / "export").symlink_to(out)
-    (wd / "results" / "frames").symlink_to(out / "frames")
     return wd
 
 

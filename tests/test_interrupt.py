@@ -38,15 +38,15 @@ KILLPOINTS = Path(__file__).resolve().parent / "killpoints"
 TABLES = {".csv", ".tsv", ".txt", ".pbtxt", ".json"}
 # Files that record when and how long, not what: never compared.
 # logs, timings, and the near-duplicate cache (valid by its signature files' mtimes)
-VOLATILE = ("logs/", "benchmarks/", "duplicates/cache/")
+VOLATILE = ("logs/", "benchmarks/", "cache/duplicates/")
 
 # (rule, event, path pattern, the state the kill leaves). "after-replace" of a job's last
 # output kills it after it wrote everything but before Snakemake recorded it as finished:
 # the resume runs it again over its own finished files.
 KILL_POINTS = [
-    ("download", "before-replace", "results/download/*.mp4",
+    ("download", "before-replace", "results/download/videos/*.mp4",
      "the video checked and its record written, the video not yet in place"),
-    ("download", "after-replace", "results/download/*.mp4",
+    ("download", "after-replace", "results/download/videos/*.mp4",
      "the video and its record in place, the status table not written"),
     ("download", "after-replace", "results/download/*.tsv", "all written, the job not recorded"),
     ("trim", "after-replace", "results/clips/*/*_000.mp4", "the first clip in place, the others not"),
@@ -58,7 +58,7 @@ KILL_POINTS = [
     # being written"); a later job must never take a half-written export for a finished one.
     ("track", "before-replace", "results/tracks/*.csv", "every clip tracked, the table not yet in place"),
     ("track", "after-replace", "results/tracks/*.csv", "the table in place, the contact sheet not written"),
-    ("frames", "created", "results/frames/.*_001.*",
+    ("frames", "created", "results/frames/*/.*_001.*",
      "the first clip's frames in place, ffmpeg about to write the next clip's into a temporary folder"),
     ("frames", "after-replace", "results/frames/*.tsv", "all frames and the done list written, the job not recorded"),
     ("export", "after-replace", "results/export/boxes.csv", "the first file of the export folder written"),
@@ -266,8 +266,10 @@ def test_downloads_run_again_over_their_own_files_keep_the_first_record(runs):
         assert "already downloaded" not in table
         assert all(f"\t{src}\t" in table for src in sources)  # yt-dlp's title of each file
     assert sorted(p.name for p in (wd / "results" / "download").iterdir()) == sorted(
+        [f"{u}.tsv" for u in units] + ["settings.json", "videos"])
+    assert sorted(p.name for p in (wd / "results" / "download" / "videos").iterdir()) == sorted(
         [f"{s}.{ext}" for s in ("dancer", "pianist", "zidane") for ext in ("mp4", "record.json")]
-        + [f"{u}.tsv" for u in units])
+        + [".snakemake_timestamp"])
 
 
 def test_every_other_output_is_identical_too(runs):

@@ -105,7 +105,7 @@ def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypat
     non_empty = [s for s, f in loaders.SPLIT_FILES.items() if (out / f).is_file()]
     assert "train" in non_empty and "test" in non_empty  # 4 clips: 2 / 0 / 2
     for split in non_empty:
-        assert loaders.pyslowfast_split(out, run_dir / "results" / "frames", split)
+        assert loaders.pyslowfast_split(out, out / "frames", split)  # the export's frame root
     monkeypatch.chdir(run_dir)
     datasets = loaders.mmaction2_datasets(run_dir)
     assert sorted(datasets) == sorted(non_empty)  # val dropped by the config: no ava_val_gt.csv

@@ -87,3 +87,35 @@ def test_undecodable_source_is_recorded(tmp_path):
     bad.write_text("this is not a video")
     df, result = trim_video(tmp_path, bad)
     assert df.empty and result["status"] == "failed" and "bad.mp4" in result["reason"]
+
+
+def test_sources_whose_names_extend_each_other_keep_their_clips_in_one_unit(tmp_path):
+    """talk_2 is trimmed first, then talk into the same unit folder: talk's clean-up of its
+    leftovers (``talk_<seq>.mp4``) must not take talk_2's clips."""
+    src = tmp_path / "in.mp4"
+    ffmpeg("-i", str(get_footage("pianist")), "-t", "6.5", "-an", "-c:v", "libx264", "-preset", "ultrafast", str(src))
+    results = tmp_path / "results"
+    (results / "download").mkdir(parents=True)
+    table = results / "download" / "batch00000.tsv"
+    pd.DataFrame([{"source_id": sid, "clip_type": "r", "status": "ok", "path": str(src.resolve()), "reason": ""}
+                  for sid in ("talk_2", "talk")]).to_csv(table, sep="\t", index=False)
+    unit = results / "clips" / "batch00000"
+    statuses = trim.run(table, unit / "manifest.tsv", unit / "status.tsv")
+    assert [(s["source_id"], s["clips"]) for s in statuses] == [("talk_2", 2), ("talk", 2)]
+    df = read_manifest(unit / "manifest.tsv")
+    ok = df[df.status == "ok"]
+    assert list(ok.clip_id) == ["talk_2_000", "talk_2_001", "talk_000", "talk_001"]
+    assert all((unit / f"{c}.mp4").is_file() for c in ok.clip_id)
+
+
+def test_segments_are_ordered_by_number_past_a_thousand(tmp_path):
+    """A 50-minute source gives more than 1,000 segments: src_1000 comes after src_999 (a
+    name sort puts it before src_101), so the last one, checked as the short final
+    clip, is src_1000; another source's files (src_2_000) are not src's."""
+    for seq in range(1001):
+        (tmp_path / f"src_{seq:03d}.mp4").touch()
+    for other in ("src_2_000.mp4", "src_01.mp4", "src_000.mp4.part", "xsrc_005.mp4"):
+        (tmp_path / other).touch()
+    files = trim.segment_files(tmp_path, "src")
+    assert [p.name for p in files] == [f"src_{seq:03d}.mp4" for seq in range(1001)]
+    assert files[-1].name == "src_1000.mp4"

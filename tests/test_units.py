@@ -2,16 +2,19 @@
 under ``auto`` for 10 and for 10^4 sources."""
 
 import math
+import re
+from pathlib import Path
 
 import pytest
 
 from microg4m.common.units import AUTO_MAX, make_units, per_job
-from workflow import dry_run_jobs, make_workdir, slots
+from workflow import dry_run_jobs, make_workdir, set_config, slots, snakemake
 
 # the stages that run one job per unit; the others run once
 PER_UNIT = ["download", "trim", "scenes", "detect", "filter", "motion", "track", "frames", "track_files",
             "signatures"]
-ONCE = {"detector": 1, "versions": 1, "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1}
+ONCE = {"detector": 1, "versions": 1, "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1,
+        "cache": 4, "download_settings": 1, "units": 1}
 
 
 def test_auto_fills_the_slots_with_few_jobs_and_caps_their_size():
@@ -49,8 +52,61 @@ def test_auto_dry_run_plans_one_job_per_unit_and_stage(tmp_path, n_sources):
     units = planned_units(n_sources)
     expected = {**{stage: units for stage in PER_UNIT}, **ONCE}
     assert dry_run_jobs(wd) == expected
-    # on the 2-CPU test machine: 2 units (27 jobs) for 10 sources, 200 units (2,007 jobs) for 10^4
+    # on the 2-CPU test machine: 2 units (33 jobs) for 10 sources, 200 units (2,013 jobs) for 10^4
     if slots() == 2:
-        assert sum(expected.values()) == {10: 27, 10_000: 2007}[n_sources]
+        assert sum(expected.values()) == {10: 33, 10_000: 2013}[n_sources]
     if n_sources == 10:  # --cores does not re-plan the units, so a re-run keeps every result
         assert dry_run_jobs(wd, "--cores", "1") == expected
+
+
+def test_the_units_stage_writes_the_plan_and_removes_the_paths_of_units_not_in_it(tmp_path, monkeypatch):
+    from microg4m.formats.unit_plan import read_plan
+    from microg4m.stages import units
+
+    monkeypatch.chdir(tmp_path)
+    res = Path("results")
+    for p in ["clips/batch00000/a_000.mp4", "clips/old/b_000.mp4", "frames/old/b_000/b_000_000001.jpg",
+              "frames/old.tsv", "logs/detect/old.log", "download/old.tsv", "download/settings.json",
+              "download/videos/old.mp4", "frames/batch00000.tsv"]:
+        (res / p).parent.mkdir(parents=True, exist_ok=True)
+        (res / p).write_text("x")
+    plan = {"batch00000": ["a", "b"]}
+    patterns = ["results/clips/{unit}", "results/frames/{unit}", "results/frames/{unit}.tsv",
+                "results/logs/detect/{unit}.log", "results/download/{unit}.tsv"]
+    removed = units.run(res / "units.tsv", plan, patterns)
+    assert sorted(map(str, removed)) == ["results/clips/old", "results/download/old.tsv", "results/frames/old",
+                                         "results/frames/old.tsv", "results/logs/detect/old.log"]
+    left = sorted(str(p.relative_to(res)) for p in res.rglob("*") if p.is_file())
+    assert left == ["clips/batch00000/a_000.mp4", "download/settings.json", "download/videos/old.mp4",
+                    "frames/batch00000.tsv", "units.tsv"]
+    assert read_plan(res / "units.tsv") == plan
+    with pytest.raises(ValueError, match="not a per-unit path"):
+        units.orphans(["results/{name}/{unit}"], plan)
+
+
+def job_resources(proc) -> dict[str, set[str]]:
+    """Rule -> the `gpu=` values of its jobs, from a dry run's job listing."""
+    out: dict[str, set[str]] = {}
+    rule = None
+    for line in (proc.stdout + proc.stderr).splitlines():
+        m = re.match(r"^(?:local)?rule (\w+):", line.strip())
+        if m:
+            rule = m.group(1)
+        m = re.search(r"resources: .*\bgpu=(\d+)", line)
+        if m and rule:
+            out.setdefault(rule, set()).add(m.group(1))
+    return out
+
+
+def test_only_jobs_that_use_a_gpu_take_the_gpu_resource(tmp_path):
+    """detector and detect on a GPU; track only with a ReID model on a GPU (track.device),
+    never for BoT-SORT alone, which runs on the CPU."""
+    rows = "".join(f"s{i}\thttp://127.0.0.1:9/s{i}.mp4\tr\n" for i in range(4))
+    wd = make_workdir(tmp_path, sources="source_id\turl\tclip_type\n" + rows,
+                      config={"sources_per_job": "auto", "detect": {"device": "cuda:0"}})
+    got = job_resources(snakemake(wd, "-n"))
+    assert got["detect"] == got["detector"] == {"1"} and got["track"] == {"0"}
+    set_config(wd, "track", tracker="boxmot", reid_weights="reid.pt", device="cpu")
+    assert job_resources(snakemake(wd, "-n"))["track"] == {"0"}  # a ReID model on the CPU
+    set_config(wd, "track", device="cuda")
+    assert job_resources(snakemake(wd, "-n"))["track"] == {"1"}

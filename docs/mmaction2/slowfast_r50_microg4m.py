@@ -8,7 +8,7 @@
 # Training needs mmaction2's full install for AVA (mmcv with its ops, mmdet).
 default_scope = "mmaction"
 
-data_root = "results/frames"  # <clip>/img_00001.jpg ... (links to <clip>/<clip>_000001.jpg)
+data_root = "results/export/frames"  # <clip>/img_00001.jpg ... (links to <clip>/<clip>_000001.jpg)
 anno_root = "results/export"
 label_file = f"{anno_root}/label_map.pbtxt"
 

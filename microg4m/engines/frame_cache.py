@@ -4,9 +4,11 @@ detect stops early on clips the filter must reject (microg4m.formats.rejection),
 depends on the filter's settings and a job runs again when they change. This cache keeps
 what YOLO found in each frame, per source (one parquet file) and clip (by the clip
 file's sha256, so a re-cut clip with other pixels is a new clip), under a key of
-everything the boxes depend on (the model, precision, device, image size, confidence
-and batch), so that the job decodes the clips again but runs YOLO only on frames it never
-ran on. Each clip's entry is its first ``prefix`` frames (the frames run, in order).
+everything a box depends on and nothing else (microg4m.stages.detect.box_settings: the
+model, runtime, precision, image size, decoder, hardware, libraries; not detect.conf,
+whose boxes are filtered from those of the detector's own low threshold, nor the batch on
+a CPU), so that the job runs YOLO only on frames it never ran on. Each clip's entry is
+its first ``prefix`` frames (the frames run, in order).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from microg4m.common.atomic import atomic_path
 SCHEMA = pa.schema([("clip_sha", pa.string()), ("frame", pa.int32())]
                    + [(c, pa.float32()) for c in ("x1", "y1", "x2", "y2", "conf")] + [("cls", pa.int16())])
 PREFIX = b"microg4m.prefix"  # metadata: {clip sha256: frames run}
+KEY_FILE = "key.json"  # what the folder's key was made of
 
 Entry = dict  # frame (1-based) -> boxes (n, 6) float32
 
@@ -36,8 +39,11 @@ def key(**settings) -> str:
 
 
 class FrameCache:
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike, settings: dict | None = None):
+        """``folder``: the cache of one key; ``settings``: what the key was made of, kept
+        beside the entries (``key.json``) to show what a folder holds."""
         self.folder = Path(folder)
+        self.settings = settings
 
     def _path(self, source_id: str) -> Path:
         return self.folder / f"{source_id}.parquet"
@@ -81,5 +87,8 @@ class FrameCache:
             + [pa.array(boxes[:, 5].astype(np.int16), pa.int16())],
             schema=SCHEMA.with_metadata({PREFIX: json.dumps(prefix, sort_keys=True)}))
         self.folder.mkdir(parents=True, exist_ok=True)
+        if self.settings is not None and not (self.folder / KEY_FILE).is_file():
+            with atomic_path(self.folder / KEY_FILE) as tmp:
+                tmp.write_text(json.dumps(self.settings, indent=1, sort_keys=True, default=str) + "\n")
         with atomic_path(self._path(source_id)) as tmp:
             pq.write_table(table, tmp)

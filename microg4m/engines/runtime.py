@@ -238,6 +238,24 @@ def _gpu_tag(device: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "", name)
 
 
+def device_tag(device: str) -> str:
+    """The hardware whose kernels compute on ``device``: the GPU's model on CUDA, else the
+    CPU's instruction sets (microg4m.engines.hardware.ISA) that select OpenVINO's and
+    torch's kernels."""
+    if str(device).startswith("cuda"):
+        return f"cuda {_gpu_tag(device)}"
+    return "cpu " + ",".join(n for n in hardware.ISA if hardware.has(n))
+
+
+def versions(runtime: str) -> dict:
+    """The versions of the libraries that compute a box with ``runtime``: ultralytics (pre-
+    and post-processing, NMS), torch, OpenCV (decoding, letterbox) and the runtime's own."""
+    libs = ["ultralytics", "torch", "opencv-python"]
+    if runtime in EXPORTS:
+        libs.append(EXPORTS[runtime][1][0] if runtime != "onnx" else "onnxruntime")
+    return {lib: _version(lib) for lib in libs}
+
+
 def export_precision(runtime: str, precision: str) -> str:
     """What an export is made in: OpenVINO exports FP32 (bf16/fp16 is a compile-time hint,
     so one export serves fp32, bf16 and fp16); ONNX and TensorRT store FP16 weights for fp16."""

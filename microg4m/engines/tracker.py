@@ -66,6 +66,18 @@ def make(backend: str = "ultralytics", botsort: Mapping | None = None, *, base: 
     raise ValueError(f"track.tracker = {backend!r}: expected one of {BACKENDS}")
 
 
+def resolve_device(device: str, reid_weights=None) -> str:
+    """``track.device`` on this machine: the device of the ReID model, the one part of
+    tracking that can use a GPU (BoT-SORT itself runs on the CPU). ``auto``: CUDA when
+    there is a ReID model and this machine has CUDA, else the CPU; without a ReID model
+    always the CPU, whatever the setting."""
+    if not reid_weights:
+        return "cpu"
+    from microg4m.engines.runtime import select_device
+
+    return select_device(device)
+
+
 def model_track_default(device: str = "cpu"):
     """A new tracker as a bare ``model.track()`` gets it from the installed ultralytics: the
     tracker file named by its default config, with that file's settings.
@@ -101,10 +113,6 @@ def _make_boxmot(s: dict, reid_weights, device: str):
         path = Path(reid_weights)
         if not path.is_file():
             raise FileNotFoundError(f"track.reid_weights: {path} not found")
-        if device == "auto":
-            from microg4m.engines.runtime import select_device
-
-            device = select_device("auto")
         kwargs.update(use_embeddings=True, reid_weights=path, device=device, half=False)
     else:
         kwargs["use_embeddings"] = False

@@ -41,6 +41,22 @@ def clip_file(manifest_path: str | os.PathLike, clip: str) -> Path:
     return Path(manifest_path).parent / f"{clip}.mp4"
 
 
+# A unit's clip folder ``clips/{unit}/`` (the trim rule's output, a whole folder, so that
+# Snakemake owns every clip in it) holds the clips, their manifest and trim's status table.
+MANIFEST = "manifest.tsv"
+STATUS = "status.tsv"
+
+
+def manifest_in(folder: str | os.PathLike) -> Path:
+    """The manifest of a clip folder: ``clips/{unit}/manifest.tsv``."""
+    return Path(folder) / MANIFEST
+
+
+def status_in(folder: str | os.PathLike) -> Path:
+    """Trim's status table of a clip folder: ``clips/{unit}/status.tsv``."""
+    return Path(folder) / STATUS
+
+
 def write_manifest(path: str | os.PathLike, rows: list[dict]) -> None:
     df = pd.DataFrame(rows, columns=COLUMNS)
     write_tsv(path, df)

@@ -252,19 +252,6 @@ class _Failure:
         self.exc = exc
 
 
-def batches(items: Iterable[tuple[str, int, np.ndarray]], size: int) -> Iterator[list]:
-    """Runs of up to ``size`` frames across clip boundaries; a new run starts when the frame
-    shape changes, so every batch is letterboxed like a single frame would be."""
-    buf: list = []
-    for item in items:
-        if buf and (len(buf) >= size or item[2].shape != buf[-1][2].shape):
-            yield buf
-            buf = []
-        buf.append(item)
-    if buf:
-        yield buf
-
-
 # --- the stage -----------------------------------------------------------------------
 
 def _table(rows: list[tuple[str, int, np.ndarray]]) -> pa.Table:
@@ -356,6 +343,66 @@ def _trim_heap() -> None:
 
 
 TRIM_EVERY = 256  # frames
+CACHE_CONF = 0.1  # the detector's own low threshold: what the frame cache keeps (detect.conf filters it)
+
+
+def _above(conf: float):
+    """The boxes of a frame the detector gives at ``conf`` (it keeps conf > threshold, in float32)."""
+    threshold = np.float32(conf)
+    return lambda boxes: boxes[boxes[:, 4] > threshold]
+
+
+def box_settings(record: dict, *, runtime: str, precision: str, device: str, imgsz: int, conf: float,
+                 decoder: str, threads: int | None, batch: int) -> dict:
+    """Everything a cached box depends on: the frame cache's key (bench/bench_box_bits.py
+    measures which settings change a box, bit for bit, on the CPU).
+
+    The model (and its weights' sha256), runtime, precision, image size, the threshold YOLO
+    ran at (``conf``: CACHE_CONF unless detect.conf is lower), the decoder (its frames),
+    the hardware (the CPU's instruction sets or the GPU's model: kernels differ), the
+    libraries that compute a box (ultralytics, torch, OpenCV, the runtime's), and the
+    inference threads for torch and ONNX Runtime (their sums are split over threads). Not
+    the batch on a CPU (the same boxes for 1, 4 and 8 frames a pass); on CUDA, where it
+    could not be measured here, it stays in.
+    """
+    # the model by its export's name (folder and file: the weights' sha256, runtime, precision,
+    # calibration, versions), not by where the export cache lies
+    model = "/".join(Path(record["model"]).parts[-2:])
+    settings = dict(model=model, sha256=record["sha256"], runtime=runtime, precision=precision,
+                    imgsz=imgsz, conf=conf, decoder=decoder, hardware=rt.device_tag(device),
+                    versions=rt.versions(runtime))
+    if runtime in ("torch", "onnx"):
+        settings["threads"] = threads
+    if str(device).startswith("cuda"):
+        settings["batch"] = batch
+    return settings
+
+
+def device_here(device: str, record: dict | None, detector=None) -> str:
+    """The device this job runs on: ``detect.device`` resolved on this machine (on a cluster
+    the node), checked against the detector's record, which was made where the detector
+    job ran: a record for another kind of device is an error naming the fix (the detector
+    and detect jobs run on the same partition), never a silent run on the CPU of a GPU node."""
+    import socket
+
+    here = rt.select_device(device)
+    where = (f"{socket.gethostname()} (CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}, "
+             f"CUDA {'available' if here.startswith('cuda') else 'not available'})")
+    if here.startswith("cuda"):
+        import torch
+
+        if not torch.cuda.is_available():
+            raise ValueError(f"detect.device = {device!r}: this machine, {where}, has no CUDA device")
+    logging.getLogger(__name__).info("detect: detect.device %s is %s on %s", device, here, where)
+    if record is None:
+        return here
+    made = record["device"]
+    if made.split(":")[0] != here.split(":")[0]:
+        raise ValueError(
+            f"{detector}: the detector was made for {made}, but this job runs on {here} ({where}, detect.device "
+            f"{device!r}): run the detector where detect runs (on a cluster: the same partition and gpu "
+            "resource for the detector and detect rules, see docs/clusters.md), then: snakemake --forcerun detector")
+    return made
 
 
 def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, imgsz: int = 640,
@@ -389,8 +436,12 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     rejection = rejection if skip_rejected else None
     record = read_detector(detector) if detector and len(clips) else None
     fcache, cached, shas = None, {}, {}
+    # YOLO keeps the boxes of its own low threshold (or of conf, when lower); the boxes
+    # above conf go to the output, all of them to the frame cache, so a conf edit runs no YOLO
+    run_conf = min(float(conf), CACHE_CONF)
+    keep = _above(conf) if float(conf) > run_conf else None
     if len(clips):
-        dev = record["device"] if record else rt.select_device(device)
+        dev = device_here(device, record, detector)
         batch = rt.auto_batch(batch, dev)
         runtime = rt.choose_runtime(runtime, dev, precision)
         precision = rt.choose_precision(precision, runtime, dev)
@@ -404,10 +455,9 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
         logging.getLogger(__name__).info("detect: %s %s on %s, batch %d, decoder %s x %d", runtime, precision, dev,
                                          batch, decoder, workers)
         if frame_cache and record:
-            numerics = {"threads": threads} if runtime in ("torch", "onnx") else {}  # OpenVINO: the same boxes
-            fcache = FrameCache(Path(frame_cache) / cache_key(
-                model=record["model"], sha256=record["sha256"], runtime=runtime, precision=precision, device=dev,
-                imgsz=imgsz, conf=conf, batch=batch, **numerics))
+            key_settings = box_settings(record, runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
+                                        conf=run_conf, decoder=decoder, threads=threads, batch=batch)
+            fcache = FrameCache(Path(frame_cache) / cache_key(**key_settings), key_settings)
             for source, group in clips.groupby("source_id", sort=False):
                 entries = fcache.load(source)
                 for clip in group["clip_id"]:
@@ -424,16 +474,17 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
                 for n in range(1, len(cached.get(clip, {})) + 1):  # what an earlier run found
                     if clip in output.coverage:
                         break
-                    output.resolve(clip, n, cached[clip][n])
+                    boxes = cached[clip][n]
+                    output.resolve(clip, n, keep(boxes) if keep else boxes)
                     stats["from_cache"] += 1
             todo = clips[~clips["clip_id"].isin(output.coverage)]
             if len(todo):  # loaded only when some frame is still to run
                 det = Detector(str(weights), runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
-                               conf=conf, batch=batch, threads=threads, cache=cache,
+                               conf=run_conf, batch=batch, threads=threads, cache=cache,
                                model=record["model"] if record else None)
                 frames = prefetch(clip_frames(manifest, todo, decoder=decoder, device=dev, workers=workers,
                                               stop=output.stopped), size=2 * batch)
-                _detect(det, frames, output, batch, stats, int(todo["frames"].sum()))
+                _detect(det, frames, output, batch, stats, int(todo["frames"].sum()), keep)
             output.flush()
             writer.add_key_value_metadata({COVERAGE: json.dumps(output.coverage, sort_keys=True)})
     if fcache is not None:
@@ -446,9 +497,10 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     return stats
 
 
-def _detect(det: Detector, frames, output: _Output, batch: int, stats: dict, total: int) -> None:
+def _detect(det: Detector, frames, output: _Output, batch: int, stats: dict, total: int, keep=None) -> None:
     """Run the frames through the detector in batches, resolving each frame's boxes into
-    ``output`` in order (frames an earlier run resolved are decoded only to reach the next)."""
+    ``output`` in order (frames an earlier run resolved are decoded only to reach the next);
+    ``keep``: the boxes of a frame that go to the output (None: all; the cache gets all)."""
     run_: list = []
 
     def infer():
@@ -456,7 +508,7 @@ def _detect(det: Detector, frames, output: _Output, batch: int, stats: dict, tot
         stats["inferred"] += len(run_)
         for (clip, n, _), boxes in zip(run_, dets):
             output.ran[clip][n] = boxes
-            output.resolve(clip, n, boxes)
+            output.resolve(clip, n, keep(boxes) if keep else boxes)
         run_.clear()
 
     for clip, n, frame in progress(frames, "detect", total=total, unit="frame"):

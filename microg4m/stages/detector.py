@@ -1,7 +1,8 @@
 """Detector stage: the model every detect job runs, made once before any of them starts.
 
 Resolves ``detect.device``, ``detect.runtime`` and ``detect.precision`` to concrete
-values, exports the weights for the runtime (one export with dynamic input axes: every
+values on the machine the job runs on (on a cluster: the node, so the detector goes to
+the partition detect goes to; detect checks that its node is of the same kind), exports the weights for the runtime (one export with dynamic input axes: every
 frame shape) or, for ``int8``, quantizes the FP32 OpenVINO export on frames of the clips
 of ``manifests``, and writes ``out``: a JSON record of what the detect jobs load. The
 model itself lives in the export cache (microg4m.engines.runtime), so a re-run with the same
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 
 from microg4m.formats import detector_record
 from microg4m.engines import runtime as rt
@@ -63,6 +65,8 @@ def run(out: str | os.PathLike, *, manifests=(), weights: str, imgsz: int = 640,
     passive_openmp()  # before torch loads
     record = prepare(weights, imgsz=imgsz, runtime=runtime, precision=precision, device=device, batch=batch,
                      cache=cache, calibration=manifests)
-    log.info("detector: %s %s on %s: %s", record["runtime"], record["precision"], record["device"], record["model"])
+    log.info("detector: detect.device %s is %s on %s (CUDA_VISIBLE_DEVICES=%s): %s %s, %s", device, record["device"],
+             socket.gethostname(), os.environ.get("CUDA_VISIBLE_DEVICES", "unset"), record["runtime"],
+             record["precision"], record["model"])
     detector_record.write(out, record)
     return record

@@ -72,7 +72,8 @@ def _staging(video_dir: Path, source_id: str, url: str) -> Path:
     return video_dir / f".{source_id}.{digest}.partial"
 
 
-def _first_record(video_dir: Path, video: Path, source_id: str, url: str, clip_type: str, fmt: str):
+def _first_record(video_dir: Path, video: Path, source_id: str, url: str, clip_type: str, fmt: str,
+                  results: Path):
     """The record of ``video``'s first run if it is the download of this url and format."""
     try:
         saved = json.loads(record_file(video_dir, source_id).read_text(encoding="utf-8"))
@@ -82,14 +83,40 @@ def _first_record(video_dir: Path, video: Path, source_id: str, url: str, clip_t
     if not isinstance(record, dict):
         return None
     same = (record.get("source_id"), record.get("url"), record.get("clip_type"), saved.get("format"))
-    if same != (source_id, url, clip_type, fmt) or record.get("path") != os.path.relpath(video, video_dir.parent):
+    if same != (source_id, url, clip_type, fmt) or record.get("path") != os.path.relpath(video, results):
         return None
     return {k: record.get(k) for k in RECORD_COLUMNS}
 
 
-def _write_record(video_dir: Path, record: dict, fmt: str) -> None:
-    write_text(record_file(video_dir, record["source_id"]),
-               json.dumps({"format": fmt, "record": record}, ensure_ascii=False, indent=1) + "\n")
+def _write_record(video_dir: Path, record: dict, fmt: str, local: Path | None = None) -> None:
+    saved = {"format": fmt, "record": record}
+    if local is not None and local.is_file():
+        saved["local"] = _stamp(local)  # the file linked, to see later whether it changed
+    write_text(record_file(video_dir, record["source_id"]), json.dumps(saved, ensure_ascii=False, indent=1) + "\n")
+
+
+def _stamp(path: Path) -> dict:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _local_changed(video_dir: Path, source_id: str, local: Path, record: dict) -> str | None:
+    """How the local file a source was linked from changed since (None: it did not, or it
+    is gone and the linked copy is all there is): its size or modification time against
+    those recorded when it was linked; for a record written before they were kept, its
+    size and sha256 against the record's."""
+    if not local.is_file():
+        return None
+    saved = json.loads(record_file(video_dir, source_id).read_text(encoding="utf-8")).get("local")
+    now = _stamp(local)
+    if saved is not None:
+        changed = [k for k in ("size", "mtime_ns") if saved.get(k) != now[k]]
+        return f"{' and '.join(changed)} changed" if changed else None
+    if record.get("size") is not None and int(record["size"]) != now["size"]:
+        return "size changed"
+    if record.get("sha256") and provenance.sha256(local) != record["sha256"]:
+        return "sha256 changed"
+    return None
 
 
 def _link_or_copy(src: Path, dest: Path) -> None:
@@ -114,16 +141,18 @@ def _info_fields(info: dict | None) -> dict:
 def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike, *,
           format: str = DEFAULT_FORMAT, retries: int = 3, backoff_seconds: float = 2.0,
           cookies=None, sleep_requests=0, sleep_interval=0, rate_limit=None, proxy=None,
-          socket_timeout=20, base_dir: str | os.PathLike = ".", **youtube) -> dict:
-    """Fetch one source into ``video_dir`` (``results/download``); return its status record.
+          socket_timeout=20, base_dir: str | os.PathLike = ".", results_dir: str | os.PathLike | None = None,
+          **youtube) -> dict:
+    """Fetch one source into ``video_dir`` (``results/download/videos``); return its status record.
 
-    The record's ``path`` is relative to the results folder (the parent of video_dir).
+    The record's ``path`` is relative to ``results_dir`` (default: the parent of video_dir).
     A source already downloaded (by this url and format) keeps its first run's record.
     ``youtube``: cookies_from_browser, player_client, po_token_provider, extractor_args,
     impersonate (see ytdlp_options.options).
     """
     video_dir = Path(video_dir)
     video_dir.mkdir(parents=True, exist_ok=True)
+    results = Path(results_dir) if results_dir is not None else video_dir.parent
     ydl_url, local = normalize_url(url, base_dir)
     staging = _staging(video_dir, source_id, url)
     for old in video_dir.glob(f".{glob.escape(source_id)}.*.partial"):
@@ -132,12 +161,16 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
 
     video = _existing_video(video_dir, source_id)
     if video is not None:
-        first = _first_record(video_dir, video, source_id, url, clip_type, format)
-        if first is not None:
+        first = _first_record(video_dir, video, source_id, url, clip_type, format, results)
+        changed = _local_changed(video_dir, source_id, local, first) if first and local is not None else None
+        if first is not None and changed is None:
             log.info("%s: already downloaded (%s); its first record is kept", source_id, video)
             shutil.rmtree(staging, ignore_errors=True)
             return first
-        if record_file(video_dir, source_id).exists():
+        if changed is not None:
+            log.info("%s: %s %s since it was linked; linking it again", source_id, local, changed)
+            video.unlink()
+        elif record_file(video_dir, source_id).exists():
             log.info("%s: %s was downloaded from another url or format; fetching again", source_id, video)
             video.unlink()
         else:
@@ -146,10 +179,10 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
             log.info("%s: %s already there, without a record", source_id, video)
             record = _new_record(source_id, url, clip_type)
             record["reason"] = "already downloaded"
-            _probe_into(record, video, video, video_dir)
+            _probe_into(record, video, video, results)
             record = _finish(record, video)
             if record["status"] == "ok":
-                _write_record(video_dir, record, format)
+                _write_record(video_dir, record, format, local)
             return record
     record_file(video_dir, source_id).unlink(missing_ok=True)  # a record whose video never got in place
 
@@ -176,10 +209,10 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
         if local is not None:  # a local file's place is the table's url, not this machine's file:// URL
             record["webpage_url"] = None
     if staged is not None:
-        _probe_into(record, staged, video_dir / staged.name, video_dir, name=local or url)
+        _probe_into(record, staged, video_dir / staged.name, results, name=local or url)
     record = _finish(record, staged)
     if record["status"] == "ok":
-        _write_record(video_dir, record, format)  # first the record, then the video
+        _write_record(video_dir, record, format, local)  # first the record, then the video
         os.replace(staged, video_dir / staged.name)
     shutil.rmtree(staging, ignore_errors=True)
     return record
@@ -222,7 +255,7 @@ def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backo
     return None
 
 
-def _probe_into(record: dict, video: Path, final: Path, video_dir: Path, name=None) -> None:
+def _probe_into(record: dict, video: Path, final: Path, results: Path, name=None) -> None:
     """Check that ``video`` (to be kept as ``final``) is a video; fill the record's size,
     fps, duration, codec and resolution where yt-dlp gave none. ``name``: how a failure names the source."""
     try:
@@ -231,7 +264,7 @@ def _probe_into(record: dict, video: Path, final: Path, video_dir: Path, name=No
         detail = str(exc).removeprefix(f"{video}: ")
         record["reason"] = f"not a video: {name or final}: {detail}"
         return
-    record.update(status="ok", reason=record["reason"] or "", path=os.path.relpath(final, video_dir.parent))
+    record.update(status="ok", reason=record["reason"] or "", path=os.path.relpath(final, results))
     for key, value in (("width", info.width), ("height", info.height), ("fps", info.fps),
                        ("duration", info.duration), ("vcodec", info.codec or None),
                        ("resolution", f"{info.width}x{info.height}")):
@@ -269,12 +302,29 @@ def check_setup(settings: dict) -> list[str]:
     return found
 
 
-def run(sources: list[dict], out: str | os.PathLike, **settings) -> list[dict]:
-    """Fetch every source of a job (dicts with source_id, url, clip_type) and write the
-    status table ``download/{unit}.tsv`` next to the videos; failures are rows too."""
+VIDEOS = "videos"  # the folder of the videos and their records, beside the status tables
+
+
+def video_folder(table: str | os.PathLike) -> Path:
+    """Where the videos of a status table ``download/{unit}.tsv`` are kept: ``download/videos/``
+    (one folder for every unit, so a re-planned unit finds its sources' videos; in the
+    workflow a folder of its own that Snakemake knows, kept across download jobs)."""
+    return Path(table).parent / VIDEOS
+
+
+def run(sources: list[dict], out: str | os.PathLike, video_dir: str | os.PathLike | None = None,
+        **settings) -> list[dict]:
+    """Fetch every source of a job (dicts with source_id, url, clip_type) into
+    :func:`video_folder` and write the status table ``download/{unit}.tsv`` (``out``);
+    failures are rows too. The records' paths are relative to the results folder (the
+    parent of ``download/``). ``video_dir``: that folder, as the workflow declares it."""
     out = Path(out)
+    video_dir = Path(video_dir) if video_dir is not None else video_folder(out)
+    if video_dir.resolve() != video_folder(out).resolve():
+        raise ValueError(f"{video_dir}: the videos of {out} are kept in {video_folder(out)}")
     check_setup(settings)
-    records = [fetch(s["source_id"], s["url"], s["clip_type"], out.parent, **settings) for s in sources]
+    records = [fetch(s["source_id"], s["url"], s["clip_type"], video_dir, results_dir=out.parent.parent,
+                     **settings) for s in sources]
     table = pd.DataFrame(records, columns=RECORD_COLUMNS)
     table["size"] = table["size"].astype("Int64")  # bytes, an integer also beside failed rows
     write_tsv(out, table)

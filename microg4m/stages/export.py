@@ -19,6 +19,7 @@ both reports and the log, and its AVA files are not written (see ``empty_splits`
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -179,16 +180,38 @@ def validate_labels(actions: pd.DataFrame, clips: pd.DataFrame, boxes: pd.DataFr
 # ---------------------------------------------------------------- writers
 
 
-def _check_frames(done_lists, assignment, report: Report) -> None:
+def _frames(done_lists, assignment, out: Path, report: Report) -> int:
+    """Link the frame folder of every clip of the dataset into ``out/frames/<clip>`` (relative
+    links to where the frames job wrote it, ``frames/{unit}/<clip>``): the one frame root
+    that PySlowFast's frame lists and mmaction2's ``data_root`` read, holding exactly this
+    export's clips. Clips of the dataset without frames are reported. Returns the links."""
+    root = out / "frames"
+    root.mkdir(parents=True, exist_ok=True)
+    for old in root.iterdir():  # the links of an earlier export into this folder (the CLI's)
+        if old.is_symlink():
+            old.unlink()
+    linked = 0
     for path in sorted(map(str, done_lists)):
         try:
             done = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-            bad = done[(done["status"] != "ok") & done["clip_id"].isin(assignment)]
+            ours = done[done["clip_id"].isin(assignment)]
+            bad = ours[ours["status"] != "ok"]
+            good = ours[ours["status"] == "ok"]
+            where = good["path"] if "path" in good.columns else good["clip_id"]  # older lists: beside them
         except (OSError, KeyError, ValueError) as exc:
             report.add(path, "", f"unreadable frames done list ({type(exc).__name__}: {exc})")
             continue
         for r in bad.itertuples(index=False):
             report.add(path, r.clip_id, f"no frames for a clip in the {assignment[r.clip_id]} split ({r.reason})")
+        for clip, rel in zip(good["clip_id"], where):
+            target = Path(path).parent / rel
+            if not target.is_dir():
+                report.add(path, clip, f"no frames for a clip in the {assignment[clip]} split ({target} is missing)")
+                continue
+            if not (root / clip).exists():  # (frames written into this very folder need no link)
+                os.symlink(os.path.relpath(target, root), root / clip)
+            linked += 1
+    return linked
 
 
 def _lines(path: Path, lines: list[str]) -> None:
@@ -243,8 +266,9 @@ def run(
 ) -> dict:
     """Write the export into ``out_dir`` (see the module docstring and docs/formats.md); return a summary.
 
-    ``frames``: optional done lists of :func:`microg4m.stages.frames.run`; clips of the dataset
-    whose frames failed are listed in ``input_report.tsv``. ``notes``: more
+    ``frames``: optional done lists of :func:`microg4m.stages.frames.run`; the dataset's clips
+    are linked from them into ``frames/<clip>`` (the frame lists' root), and those whose
+    frames failed are listed in ``input_report.tsv``. ``notes``: more
     ``(input, item, problem)`` rows for it (e.g. correction files that were not used).
     ``downloads``: the download tables; with them ``sources.csv``, ``redownload.tsv`` and
     ``datasheet.md`` are written too (datasheet.write_export).
@@ -379,7 +403,8 @@ def run(
         assignment=assignment,
         ava=ava[["video_id", "person_id", "action_id"]] if ava is not None else None,
     )
-    _check_frames(frames or [], assignment, report)
+    if frames:
+        summary["frames"] = _frames(frames, assignment, out, report)
     if downloads is not None:
         summary["sources"] = datasheet.write_export(out, downloads=downloads, clips=clips, assignment=assignment,
                                                     persons=persons, ava=ava, label_map=lmap)["sources"]

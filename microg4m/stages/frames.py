@@ -1,7 +1,9 @@
 """JPEG frames of the kept clips and the PySlowFast frame lists.
 
-Frames: ``<out_dir>/<clip>/<clip>_%06d.jpg``, 1-based, one per decoded frame (90 per
-clip), written by ffmpeg (``-q:v``) into a temporary folder that is renamed into place
+Frames: ``<out_dir>/<clip>/<clip>_%06d.jpg`` (in the workflow ``frames/{unit}/``, the
+rule's output folder, so a clip no longer kept leaves no frames behind, and the export
+links the dataset's clips into one folder, ``export/frames/<clip>``), 1-based, one per
+decoded frame (90 per clip), written by ffmpeg (``-q:v``) into a temporary folder that is renamed into place
 only when the count is right, so a clip folder is either complete or absent. Beside
 each JPEG a relative symbolic link ``img_%05d.jpg`` names the same frame the way
 mmaction2 reads raw frames (its ``filename_tmpl`` is one template for every clip and
@@ -35,7 +37,9 @@ from microg4m.formats.clips import kept_clips
 from microg4m.formats.frame_lists import FRAME_TMPL
 
 MMACTION2_TMPL = "img_{:05}.jpg"  # mmaction2's AVADataset default filename_tmpl
-DONE_COLUMNS = ["clip_id", "frames", "status", "reason"]
+# path: the clip's frame folder, relative to the done list's folder (frames/{unit}.tsv ->
+# {unit}/<clip>): the one way to find a clip's frames (the export links them from it)
+DONE_COLUMNS = ["clip_id", "frames", "status", "reason", "path"]
 
 
 def extract_clip(video: Path, out_dir: Path, clip: str, expected: int, jpeg_quality: int) -> int:
@@ -100,11 +104,13 @@ def run(
     """Extract the frames of every kept clip of one unit.
 
     Writes the done list ``done`` (default ``<out_dir>/<unit>.tsv``, unit = the
-    manifest's folder name): ``clip_id, frames, status (ok/failed), reason``. A clip that
-    fails is recorded with the reason and the others go on.
+    manifest's folder name): ``clip_id, frames, status (ok/failed), reason, path`` (the
+    clip's frame folder relative to the done list's). A clip that fails is recorded with
+    the reason and the others go on.
     """
     manifest, out_dir = Path(manifest), Path(out_dir)
     done = Path(done) if done is not None else out_dir / f"{manifest.parent.name}.tsv"
+    out_dir.mkdir(parents=True, exist_ok=True)  # also without a kept clip: the workflow's output
     try:
         clips = kept_clips(read_manifest(manifest), read_decisions(decisions))
     except (OSError, KeyError, ValueError) as exc:
@@ -112,12 +118,13 @@ def run(
     rows = []
     for r in progress(clips.itertuples(index=False), "frames", total=len(clips)):
         expected = int(r.frames) or CLIP_FRAMES
+        where = Path(os.path.relpath(out_dir / r.clip_id, done.parent)).as_posix()
         try:
             n = extract_clip(clip_file(manifest, r.clip_id), out_dir, r.clip_id, expected, jpeg_quality)
-            rows.append([r.clip_id, n, "ok", ""])
+            rows.append([r.clip_id, n, "ok", "", where])
         except (MediaError, OSError) as exc:
             print(f"frames: {r.clip_id}: {exc}", file=sys.stderr)
-            rows.append([r.clip_id, 0, "failed", _clean(str(exc))])
+            rows.append([r.clip_id, 0, "failed", _clean(str(exc)), where])
     df = pd.DataFrame(rows, columns=DONE_COLUMNS)
     write_tsv(done, df)
     return df

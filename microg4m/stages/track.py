@@ -28,6 +28,7 @@ recorded frame) and ``pixels: subpixel`` (no truncation).
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass
@@ -232,14 +233,21 @@ def run(manifest, detections, decisions, motion, out, *, tracker: str = "ultraly
         box_mode: str = "hold", person_ids: str = "reference", pixels: str = "integer",
         record_conf: float = 0.55, closeup_area: float = 0.5, low_motion: Mapping = LOW_MOTION,
         high_motion: Mapping = HIGH_MOTION, botsort: Mapping | None = None, reid_weights=None,
-        device: str = "cpu", previews_dir=None, contact_sheet=None) -> pd.DataFrame:
-    """Track the kept clips of one unit; write ``tracks/{unit}.csv`` (``out``) and previews."""
+        device: str = "auto", previews_dir=None, contact_sheet=None) -> pd.DataFrame:
+    """Track the kept clips of one unit; write ``tracks/{unit}.csv`` (``out``) and previews.
+
+    ``device``: ``track.device``, resolved here, on the machine the job runs on (the ReID
+    model's device; without one the CPU)."""
     passive_openmp()  # before torch loads
     from microg4m.report import preview
 
+    requested = device
     rules = Rules(record_conf=record_conf, closeup_area=closeup_area, box_mode=box_mode,
                   person_ids=person_ids, pixels=pixels)
     bot.settings(botsort)  # a bad setting fails even for a source without kept clips
+    device = bot.resolve_device(device, reid_weights)
+    logging.getLogger(__name__).info("track: %s tracker on %s (track.device %s, ReID model %s)", tracker,
+                                     device, requested, reid_weights or "none")
     adapt = {"low": Adapt.from_dict(low_motion, "low_motion"),
              "high": Adapt.from_dict(high_motion, "high_motion")}
     ok = mf.ok_clips(manifest).set_index("clip_id")
@@ -286,6 +294,7 @@ def run(manifest, detections, decisions, motion, out, *, tracker: str = "ultraly
     if contact_sheet is not None:
         preview.contact_sheet(tiles, contact_sheet, title=Path(out).stem)
     if previews_dir is not None:
+        Path(previews_dir).mkdir(parents=True, exist_ok=True)  # also without a kept clip
         for clip in kept:
             sub = df[df["video_id"] == clip]
             preview.clip_preview(mf.clip_file(manifest, clip), sub, Path(previews_dir) / f"{clip}.mp4")

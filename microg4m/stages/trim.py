@@ -36,6 +36,7 @@ Which source frames a clip holds (``align``):
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 import shutil
@@ -156,7 +157,17 @@ def segment_source(video: Path, out_dir: Path, source_id: str, *, fps: int = 30,
         "-segment_start_number", "0", "-segment_format", "mp4",
         str(pattern),
     ], what=str(video))
-    return Segments(sorted(out_dir.glob(f"{source_id}_*.mp4")), decode_problems(stderr))
+    return Segments(segment_files(out_dir, source_id), decode_problems(stderr))
+
+
+def segment_files(folder: Path, source_id: str) -> list[Path]:
+    """The clip files of ``source_id`` in ``folder`` (``{source_id}_{seq}.mp4``, seq of 3 or
+    more digits; never another source's, e.g. ``talk_2_000.mp4`` for ``talk``), in the
+    order of their number: from 1,000 segments on (50 minutes) a name sort would put
+    ``src_1000`` before ``src_101``."""
+    name = re.compile(rf"{re.escape(source_id)}_(\d{{3,}})\.mp4")
+    found = [(int(m.group(1)), p) for p in Path(folder).iterdir() if (m := name.fullmatch(p.name))]
+    return [p for _, p in sorted(found)]
 
 
 def check_align(align: str) -> None:
@@ -188,9 +199,9 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
                 align: str = "exact") -> tuple[dict, list[dict]]:
     """Trim the video of one download record into ``clip_dir``: (status row, manifest rows)."""
     source_id, clip_type = record["source_id"], record["clip_type"]
-    for old in clip_dir.glob(f"{source_id}_*.mp4"):  # leftovers of an earlier run
+    for old in segment_files(clip_dir, source_id):  # leftovers of an earlier run
         old.unlink()
-    for old in clip_dir.glob(f".{source_id}.*"):  # segment folders of a killed run
+    for old in clip_dir.glob(f".{glob.escape(source_id)}.*"):  # segment folders of a killed run
         shutil.rmtree(old, ignore_errors=True)
     if record["status"] != "ok":
         return {"source_id": source_id, "status": "skipped", "reason": f"download failed: {record['reason']}",

@@ -2,15 +2,19 @@ import os
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.io import strip_wildcard_constraints
 
 from microg4m import config as _config
 from microg4m.common import units as _units
 from microg4m.engines.runtime import uses_gpu
+from microg4m.formats import download_settings as _download_settings
 from microg4m.formats.decisions import read_screening
 from microg4m.formats.sources import load_sources, normalize_url
 from microg4m.release import settings as _release
+from microg4m.stages import cache as _cache
 from microg4m.stages import corrections as _corrections
 from microg4m.stages import demo as _demo
+from microg4m.stages import versions as _versions
 
 # The one config reader (microg4m/config.py): validated, the schema's defaults filled in.
 _config.validate(config, "--configfile")
@@ -19,15 +23,35 @@ _config.validate(config, "--configfile")
 # message naming the row, the field and the reason.
 SOURCES = load_sources(config["sources"])
 RESULTS = config["results"]
-# detect takes the `gpu` resource only where it runs on a GPU (device cuda, or auto with one visible)
-DETECT_ON_GPU = uses_gpu(config["detect"]["device"])
+# Jobs submitted to a cluster (the submitting Snakemake and each job's own)
+ON_CLUSTER = workflow.non_local_exec or workflow.remote_exec
+
+
+def on_gpu(device):
+    """Whether a job whose device setting is ``device`` runs on a GPU, as far as it is known
+    while the DAG is built: cuda... always; auto on a workstation when it shows an NVIDIA
+    GPU. On a cluster the node decides what auto is, inside the job (detector, detect,
+    track resolve it there): the profile sends the GPU jobs to the GPU partition with their
+    `gpu` resource (workflow/profiles/slurm), not the GPU of the submitting machine."""
+    device = str(device).strip().lower()
+    return device.startswith("cuda") or (
+        device == "auto" and not ON_CLUSTER and uses_gpu(device)
+    )
+
+
+# Only jobs that run on a GPU take the `gpu` resource: detector and detect on a GPU; track
+# only with a ReID model on a GPU (BoT-SORT itself runs on the CPU)
+DETECT_ON_GPU = on_gpu(config["detect"]["device"])
+TRACK_ON_GPU = bool(config["track"]["reid_weights"]) and on_gpu(
+    config["track"]["device"]
+)
 
 
 def job_slots():
     """What sources_per_job: auto fills: this machine's CPUs (not --cores, so that a re-run
     with other --cores keeps every unit and its results); on a cluster (the submitting
     Snakemake and each job's own) a fixed number, so both see the same units."""
-    if workflow.non_local_exec or workflow.remote_exec:
+    if ON_CLUSTER:
         return _units.CLUSTER_SLOTS
     return len(os.sched_getaffinity(0))
 
@@ -36,6 +60,18 @@ UNITS = _units.make_units(
     list(SOURCES.index),
     _units.per_job(config["sources_per_job"], len(SOURCES), job_slots()),
 )
+
+
+def per_unit_paths():
+    """Every path the workflow declares per unit (outputs, logs, benchmarks of the rules
+    with a {unit} wildcard): what the units rule removes for units of another plan."""
+    paths = set()
+    for r in workflow.rules:
+        declared = [*r.output, *r.log, *([r.benchmark] if r.benchmark else [])]
+        # (Snakemake writes the wildcard constraint into the pattern: {unit,[A-Za-z0-9_-]+})
+        plain = [strip_wildcard_constraints(str(f)) for f in declared]
+        paths.update(f for f in plain if "{unit}" in f)
+    return sorted(paths)
 
 
 def detect_threads():
@@ -54,6 +90,10 @@ def detect_threads():
     return max(1, min(8, cores // max(1, min(len(UNITS), cores))))
 
 
+# the detect settings the detector rule's model depends on (microg4m/stages/detector.py)
+DETECTOR_SETTINGS = ("weights", "imgsz", "runtime", "precision", "device", "batch")
+
+
 def calibration_manifests(wildcards):
     """The clips an int8 detector is calibrated on: those of the first units, up to
     CALIBRATION_SOURCES sources (no input at any other precision)."""
@@ -65,7 +105,7 @@ def calibration_manifests(wildcards):
             break
         units.append(unit)
         n += len(sids)
-    return [R(f"clips/{unit}/manifest.tsv") for unit in units]
+    return [R(f"clips/{unit}") for unit in units]
 
 
 CALIBRATION_SOURCES = 4
@@ -85,6 +125,13 @@ def unit_sources(wildcards):
     """The sources of a unit, as the download stage takes them."""
     rows = SOURCES.loc[UNITS[wildcards.unit], ["source_id", "url", "clip_type"]]
     return rows.to_dict("records")
+
+
+def cookies_input(wildcards):
+    """download.cookies when the file is there (versions checks it: adding or removing it,
+    or a new export, re-runs that check)."""
+    cookies = config["download"]["cookies"]
+    return [cookies] if cookies and os.path.isfile(cookies) else []
 
 
 def local_source_input(wildcards):
@@ -131,6 +178,12 @@ def rejection_params(wildcards):
         max_cuts=f["max_cuts"],
         screened=screened_clips(wildcards),
     )
+
+
+# The preview mp4s of track.previews: the track rule's folder output, only when enabled
+PREVIEW_OUTPUT = (
+    {"previews": directory(R("previews/{unit}"))} if config["track"]["previews"] else {}
+)
 
 
 def actions_input(wildcards):

@@ -4,6 +4,8 @@ rule demo_media:
         "resources/demo/{name}.mp4",
     log:
         "resources/demo/logs/{name}.log",
+    benchmark:
+        "resources/demo/benchmarks/{name}.tsv"
     conda:
         "../envs/microg4m.yaml"
     params:

@@ -1,10 +1,13 @@
 rule detect:
     """YOLO person detection on every frame of every clip of a source, batched, cached."""
     input:
-        manifest=R("clips/{unit}/manifest.tsv"),
+        clips=R("clips/{unit}"),
         detector=R("models/detector.json"),
         # detect.skip_rejected: the cuts, to skip the clips the filter rejects for them
         scenes=detect_scenes,
+        # kept across re-runs (rules/cache.smk): exported models, and every frame YOLO ran on
+        models=ancient(R("cache/models")),
+        frame_cache=ancient(R("cache/detect")),
     output:
         R("detections/{unit}.parquet"),
     log:
@@ -22,10 +25,8 @@ rule detect:
         gpu=1 if DETECT_ON_GPU else 0,
     params:
         settings=config["detect"],
-        models=lambda w, input: os.path.dirname(input.detector),
         # detect.skip_rejected: the filter's rule (a filter edit re-runs detect, which then
         # runs YOLO only on frames it never ran on: results/cache/detect)
         rejection=rejection_params,
-        frame_cache=R("cache/detect"),
     script:
         "../scripts/detect.py"

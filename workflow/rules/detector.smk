@@ -3,6 +3,8 @@ rule detector:
     quantized on the first sources' clips for int8; its record names it."""
     input:
         calibration=calibration_manifests,
+        # the exported models, kept across re-runs (rules/cache.smk)
+        models=ancient(R("cache/models")),
     output:
         R("models/detector.json"),
     log:
@@ -15,8 +17,7 @@ rule detector:
         # a TensorRT engine is built on the GPU model that runs it
         gpu=1 if DETECT_ON_GPU else 0,
     params:
-        settings=config["detect"],
-        # the export cache: the folder of the record
-        models=lambda w, output: os.path.dirname(output[0]),
+        # what the model depends on (not conf, decoder, skip_rejected: detect's alone)
+        settings={k: config["detect"][k] for k in DETECTOR_SETTINGS},
     script:
         "../scripts/detector.py"

@@ -1,11 +1,17 @@
 localrules:
     download,
+    download_settings,
 
 
 rule download:
     """Fetch the sources of a unit with yt-dlp (or link local films); failures are rows too."""
     input:
-        local_source_input,
+        local=local_source_input,
+        # how to fetch (cookies, sleeps, proxy, retries ...): read, but never a reason to
+        # fetch again (ancient: its modification time does not count)
+        transport=ancient(R("download/settings.json")),
+        # the videos and their records, kept across re-runs (rules/cache.smk)
+        videos=ancient(R("download/videos")),
     output:
         R("download/{unit}.tsv"),
     log:
@@ -16,6 +22,21 @@ rule download:
         "../envs/microg4m.yaml"
     params:
         sources=unit_sources,
-        settings=config["download"],
+        # what is fetched: the url and clip type (sources) and the format
+        fetched=_download_settings.fetched(config["download"]),
     script:
         "../scripts/download.py"
+
+
+rule download_settings:
+    """The download settings that change how sources are fetched, not what (microg4m/formats/download_settings.py)."""
+    output:
+        R("download/settings.json"),
+    log:
+        R("logs/download_settings.log"),
+    conda:
+        "../envs/microg4m.yaml"
+    params:
+        transport=_download_settings.transport(config["download"]),
+    script:
+        "../scripts/download_settings.py"

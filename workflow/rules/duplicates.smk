@@ -3,6 +3,8 @@ rule duplicates:
     input:
         signatures=expand(R("signatures/{unit}.parquet"), unit=UNITS),
         references=config["duplicates"]["reference"],
+        # kept across re-runs (rules/cache.smk): only new or changed units are compared
+        cache=ancient(R("cache/duplicates")),
     output:
         pairs=R("duplicates/pairs.tsv"),
         contamination=R("duplicates/contamination.tsv"),
@@ -15,7 +17,6 @@ rule duplicates:
     params:
         settings=config["duplicates"]["match"],
         step_s=config["duplicates"]["signature"]["step_s"],
-        cache=R("duplicates/cache"),
     script:
         "../scripts/duplicates.py"
 
@@ -24,7 +25,7 @@ rule duplicate_sheets:
     """Each near-duplicate pair side by side, for the report."""
     input:
         pairs=R("duplicates/pairs.tsv"),
-        manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
+        clips=expand(R("clips/{unit}"), unit=UNITS),
     output:
         report(
             directory(R("duplicates/sheets")),

@@ -2,7 +2,7 @@ rule export:
     """AVA CSVs, label map, annotation template, splits, frame lists and statistics; the
     sources' provenance (sources.csv, redownload.tsv) and the datasheet."""
     input:
-        manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
+        clips=expand(R("clips/{unit}"), unit=UNITS),
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
         tracks=expand(R("corrected/{unit}.csv"), unit=UNITS),
         corrections=expand(R("corrected/{unit}.tsv"), unit=UNITS),

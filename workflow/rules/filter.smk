@@ -1,7 +1,7 @@
 rule filter:
     """Keep clips with enough person frames and no scene cut; every decision with its reason."""
     input:
-        manifest=R("clips/{unit}/manifest.tsv"),
+        clips=R("clips/{unit}"),
         detections=R("detections/{unit}.parquet"),
         scenes=R("scenes/{unit}.tsv"),
     output:

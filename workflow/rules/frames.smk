@@ -1,10 +1,13 @@
 rule frames:
     """JPEG frames of the kept clips of a source, for training."""
     input:
-        manifest=R("clips/{unit}/manifest.tsv"),
+        clips=R("clips/{unit}"),
         decisions=R("filter/{unit}.tsv"),
     output:
-        R("frames/{unit}.tsv"),
+        done=R("frames/{unit}.tsv"),
+        # the whole folder, <clip>/<clip>_%06d.jpg: a re-run (a clip no longer kept) starts
+        # from an empty one; the export links the dataset's clips into export/frames/
+        frames=directory(R("frames/{unit}")),
     log:
         R("logs/frames/{unit}.log"),
     benchmark:

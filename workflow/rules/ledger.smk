@@ -3,8 +3,7 @@ rule ledger:
     their reason class and advice); every source's provenance."""
     input:
         downloads=expand(R("download/{unit}.tsv"), unit=UNITS),
-        trims=expand(R("clips/{unit}/status.tsv"), unit=UNITS),
-        manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
+        clips=expand(R("clips/{unit}"), unit=UNITS),
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
         tracks=expand(R("corrected/{unit}.csv"), unit=UNITS),
     output:

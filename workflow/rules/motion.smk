@@ -1,7 +1,7 @@
 rule motion:
     """Optical-flow motion score and level of every clip of a source."""
     input:
-        R("clips/{unit}/manifest.tsv"),
+        R("clips/{unit}"),
     output:
         R("motion/{unit}.tsv"),
     log:

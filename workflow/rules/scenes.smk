@@ -1,7 +1,7 @@
 rule scenes:
     """PySceneDetect cut frames of every clip of a source."""
     input:
-        R("clips/{unit}/manifest.tsv"),
+        R("clips/{unit}"),
     output:
         R("scenes/{unit}.tsv"),
     log:

@@ -1,7 +1,7 @@
 rule signatures:
     """Perceptual hash sequence (frames and their mirrors) of every kept clip of a unit."""
     input:
-        manifest=R("clips/{unit}/manifest.tsv"),
+        clips=R("clips/{unit}"),
         decisions=R("filter/{unit}.tsv"),
     output:
         R("signatures/{unit}.parquet"),

@@ -1,11 +1,13 @@
 rule track:
     """Motion-adaptive BoT-SORT on the kept clips, from the detection cache."""
     input:
-        manifest=R("clips/{unit}/manifest.tsv"),
+        clips=R("clips/{unit}"),
         detections=R("detections/{unit}.parquet"),
         decisions=R("filter/{unit}.tsv"),
         motion=R("motion/{unit}.tsv"),
     output:
+        # track.previews: previews/{unit}/, one mp4 per kept clip (common.smk)
+        **PREVIEW_OUTPUT,
         tracks=R("tracks/{unit}.csv"),
         sheet=report(
             R("previews/{unit}.png"),
@@ -19,12 +21,10 @@ rule track:
     conda:
         "../envs/microg4m.yaml"
     resources:
-        gpu=1 if config["track"]["reid_weights"] else 0,
+        # only a ReID model on a GPU (track.device) uses one; BoT-SORT runs on the CPU
+        gpu=1 if TRACK_ON_GPU else 0,
     params:
         settings={k: v for k, v in config["track"].items() if k != "previews"},
-        previews=lambda wc: (
-            R(f"previews/{wc.unit}") if config["track"]["previews"] else None
-        ),
         ffmpeg=config["ffmpeg"],
     script:
         "../scripts/track.py"

@@ -3,7 +3,7 @@ rule track_files:
     and MOTChallenge text and CVAT for video 1.1 XML per kept clip."""
     input:
         tracks=R("tracks/{unit}.csv"),
-        manifest=R("clips/{unit}/manifest.tsv"),
+        clips=R("clips/{unit}"),
         decisions=R("filter/{unit}.tsv"),
         corrections=correction_files,
     output:
@@ -13,6 +13,8 @@ rule track_files:
         cvat=directory(R("cvat/{unit}")),
     log:
         R("logs/track_files/{unit}.log"),
+    benchmark:
+        R("benchmarks/track_files/{unit}.tsv")
     conda:
         "../envs/microg4m.yaml"
     script:

@@ -3,8 +3,9 @@ rule trim:
     input:
         R("download/{unit}.tsv"),
     output:
-        manifest=R("clips/{unit}/manifest.tsv"),
-        status=R("clips/{unit}/status.tsv"),
+        # the whole folder: its clips, manifest.tsv and status.tsv (Snakemake owns every
+        # clip: a re-run starts from an empty folder, --delete-all-output removes it)
+        directory(R("clips/{unit}")),
     log:
         R("logs/trim/{unit}.log"),
     benchmark:

@@ -1,7 +1,7 @@
 rule vqa_draft:
     """Draft a caption and QA pairs for every kept clip of a unit with a vision-language model."""
     input:
-        manifest=R("clips/{unit}/manifest.tsv"),
+        clips=R("clips/{unit}"),
         decisions=R("filter/{unit}.tsv"),
         downloads=R("download/{unit}.tsv"),
     output:
@@ -26,7 +26,7 @@ rule vqa_draft:
 rule vqa_export:
     """vqa_and_captioning.json (released schema) and statistics for the reviewed clips."""
     input:
-        manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
+        clips=expand(R("clips/{unit}"), unit=UNITS),
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
         reviews=vqa_reviews_input,
     output:
@@ -50,6 +50,8 @@ rule vqa_export:
         ),
     log:
         R("logs/vqa_export.log"),
+    benchmark:
+        R("benchmarks/vqa_export.tsv")
     conda:
         "../envs/microg4m.yaml"
     script:

@@ -1,5 +1,12 @@
 from microg4m.stages import download
+from microg4m.formats import download_settings
 from microg4m.common.smk import start
 
 start(snakemake)
-download.run(snakemake.params.sources, snakemake.output[0], **snakemake.params.settings)
+download.run(
+    snakemake.params.sources,
+    snakemake.output[0],
+    video_dir=snakemake.input.videos,
+    **snakemake.params.fetched,
+    **download_settings.read(snakemake.input.transport),
+)

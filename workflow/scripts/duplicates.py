@@ -5,7 +5,7 @@ start(snakemake)
 duplicates.run(
     list(snakemake.input.signatures),
     snakemake.output.pairs,
-    cache_dir=snakemake.params.cache,
+    cache_dir=snakemake.input.cache,
     references=list(snakemake.input.references),
     contamination=snakemake.output.contamination,
     step_s=snakemake.params.step_s,

@@ -1,9 +1,10 @@
+from microg4m.formats import manifest as mf
 from microg4m.stages import corrections, export
 from microg4m.common.smk import start
 
 start(snakemake)
 export.run(
-    manifests=list(snakemake.input.manifests),
+    manifests=[mf.manifest_in(d) for d in snakemake.input.clips],
     decisions=list(snakemake.input.decisions),
     tracks=list(snakemake.input.tracks),
     out_dir=snakemake.output[0],

@@ -1,9 +1,10 @@
+from microg4m.formats import manifest as mf
 from microg4m.stages import filter as clip_filter
 from microg4m.common.smk import start
 
 start(snakemake)
 clip_filter.run(
-    snakemake.input.manifest,
+    mf.manifest_in(snakemake.input.clips),
     snakemake.input.detections,
     snakemake.input.scenes,
     snakemake.output[0],

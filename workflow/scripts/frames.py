@@ -1,13 +1,12 @@
-from pathlib import Path
-
+from microg4m.formats import manifest as mf
 from microg4m.stages import frames
 from microg4m.common.smk import start
 
 start(snakemake)
 frames.run(
-    snakemake.input.manifest,
+    mf.manifest_in(snakemake.input.clips),
     snakemake.input.decisions,
-    Path(snakemake.output[0]).parent,  # results/frames/<clip>/<clip>_%06d.jpg
-    snakemake.output[0],
+    snakemake.output.frames,  # results/frames/<unit>/<clip>/<clip>_%06d.jpg
+    snakemake.output.done,
     jpeg_quality=snakemake.params.jpeg_quality,
 )

@@ -1,11 +1,12 @@
+from microg4m.formats import manifest as mf
 from microg4m.stages import ledger
 from microg4m.common.smk import start
 
 start(snakemake)
 ledger.run(
     downloads=list(snakemake.input.downloads),
-    trims=list(snakemake.input.trims),
-    manifests=list(snakemake.input.manifests),
+    trims=[mf.status_in(d) for d in snakemake.input.clips],
+    manifests=[mf.manifest_in(d) for d in snakemake.input.clips],
     decisions=list(snakemake.input.decisions),
     tracks=list(snakemake.input.tracks),
     ledger=snakemake.output.ledger,

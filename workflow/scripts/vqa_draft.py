@@ -1,9 +1,10 @@
+from microg4m.formats import manifest as mf
 from microg4m.vqa import draft as vqa_draft
 from microg4m.common.smk import start
 
 start(snakemake)
 vqa_draft.run(
-    snakemake.input.manifest,
+    mf.manifest_in(snakemake.input.clips),
     snakemake.input.decisions,
     snakemake.output[0],
     downloads=snakemake.input.downloads,
