@@ -242,6 +242,8 @@ EDITS = {
     "`duplicates.match`": config_edit("duplicates", match={"min_similarity": 0.95}),
     "a `vqa.draft` setting": Edit(drafted, lambda wd: set_config_value(wd, "vqa", saved_vqa["old"])),
     "`annotations/vqa_reviews.json`": file_edit("annotations/vqa_reviews.json", '{"version": 1, "clips": {}}\n'),
+    # the release is built (release.enabled) and a setting of it edited
+    "a `release` setting": config_edit("release", enabled=True, version="1.1.0"),
     "the unit plan": Edit(lambda wd: set_sources(wd, MORE), lambda wd: set_sources(wd, SOURCES), replanned),
 }
 
