@@ -46,6 +46,7 @@ from microg4m.formats.decisions import read_decisions
 from microg4m.formats.clips import kept_clips
 from microg4m.formats.manifest import clip_file, read_manifest
 from microg4m.formats.tracks import read_tracks
+from microg4m.formats.vlm_answers import read_answers
 from microg4m.vqa.vlm import DraftFailed, Endpoint, data_url, fit, frame_indices
 
 log = logging.getLogger(__name__)
@@ -229,20 +230,6 @@ def run(manifest, decisions, tracks, label_map, out, *, clips=None, url: str, mo
 
 
 # ---------------------------------------------------------------- scoring (Table 11)
-
-
-def read_answers(paths) -> dict[tuple[str, int], dict]:
-    """(clip, person) -> answer record, over answer files of any units."""
-    out = {}
-    for path in paths:
-        try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8"))
-            persons = doc["persons"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}: not a VLM answers file ({type(exc).__name__}: {exc})") from None
-        for r in persons:
-            out[(r["video_id"], int(r["person_id"]))] = r
-    return out
 
 
 def predictions(answers: dict, truth: har.Truth, labels: har.LabelMap) -> tuple[har.Predictions, dict]:

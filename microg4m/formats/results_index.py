@@ -130,6 +130,7 @@ class UnitFiles:
     frames_done: Path
     signatures: Path
     vqa_drafts: Path
+    har_vlm: Path  # the VLM baseline's answers (rule har_vlm): the labelling page's suggestions
 
     @property
     def final_tracks(self) -> Path:
@@ -149,7 +150,7 @@ def unit_files(root: Path, unit: str) -> UnitFiles:
         corrections_report=r / "corrected" / f"{unit}.tsv", mot_dir=r / "mot" / unit, cvat_dir=r / "cvat" / unit,
         contact_sheet=r / "previews" / f"{unit}.png", previews_dir=r / "previews" / unit,
         frames_done=r / "frames" / f"{unit}.tsv", signatures=r / "signatures" / f"{unit}.parquet",
-        vqa_drafts=r / "vqa_drafts" / f"{unit}.json",
+        vqa_drafts=r / "vqa_drafts" / f"{unit}.json", har_vlm=r / "har_vlm" / f"{unit}.json",
     )
 
 

@@ -1,0 +1,25 @@
+"""The VLM baseline's answers file, ``results/har_vlm/{unit}.json`` (written by rule
+``har_vlm``, :func:`microg4m.evaluate.vlm_har.run`; its layout is documented there and in
+docs/formats.md): the one reader, shared by the scoring (Table 11) and the labelling
+page's suggestions. Here, not in microg4m.evaluate, so that the page does not import the
+model client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def read_answers(paths) -> dict[tuple[str, int], dict]:
+    """(clip, person) -> answer record, over answer files of any units; ValueError naming a
+    file that is no answers file."""
+    out = {}
+    for path in paths:
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            persons = doc["persons"]
+            for r in persons:
+                out[(r["video_id"], int(r["person_id"]))] = r
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not a VLM answers file ({type(exc).__name__}: {exc})") from None
+    return out
