@@ -5,7 +5,10 @@ JSON API (errors are ``{"error": message}`` with a 4xx/5xx status; nothing is wr
 * ``GET  /api/state``: label map, colours, files, and every clip with its persons,
   exclusion and whether it is done (excluded, or every person has an action).
 * ``GET  /api/clips/<clip>``: one clip with its boxes per frame and its actions.
-* ``POST /api/actions``: ``{clip_id, person_id, action, op: "add"|"remove"}``.
+* ``POST /api/actions``: ``{clip_id, person_id, action, op: "add"|"remove"}``, or
+  ``{clip_id, person_id, actions: [ids], op: "set"}`` (the person's whole set at once: a
+  suggestion saved as the page shows it; suggestions.py). Answers the person's actions and
+  the suggestion's ``outcome`` when the save changed the labels of a person with one.
 * ``POST /api/screening``: ``{clip_id, excluded: true|false, reason}``.
 * ``GET  /clip/<clip>/frame/<n>.jpg`` (frame n, 1-based) and ``GET /clip/<clip>.mp4``.
 * ``/api/vqa...``: the caption and QA-pair editors (vqa_routes.py).
@@ -34,6 +37,7 @@ from .guard import LOOPBACK, allowed_hosts, install as install_guard, require_to
 from .options import add_arguments, paths
 from .results import Results
 from .store import Store
+from .suggestions import OutcomeLog, Suggestions
 from .vqa_routes import install as install_vqa
 from .vqa_store import VQAStore
 
@@ -52,6 +56,7 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
     lmap = read_label_map(label_map)
     res = Results(results)
     store = Store(res, actions, screening, set(lmap["id"]))
+    suggestions, outcomes = Suggestions(res, set(lmap["id"])), OutcomeLog(actions, annotator)
     app = Flask(__name__)
     app.json.sort_keys = False
     app.config["ACCESS_TOKEN"] = token = token or new_token()
@@ -72,8 +77,8 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
             annotator=annotator, results=str(res.root), actions_file=str(store.actions_path),
             screening_file=str(store.screening_path), max_actions=MAX_ACTIONS, label_types=list(LABEL_TYPES),
             labels=[{"id": int(r.id), "name": r.name, "label_type": r.label_type} for r in lmap.itertuples()],
-            colors=palette_rgb(), problems=res.problems(), clips=clips,
-            done=sum(c["done"] for c in clips), total=len(clips),
+            colors=palette_rgb(), problems=res.problems() + suggestions.problems(), clips=clips,
+            done=sum(c["done"] for c in clips), total=len(clips), suggestions=outcomes.summary(),
         )
 
     @app.get("/api/clips/<clip_id>")
@@ -83,18 +88,25 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
         out = clip_state(res, c, actions, store.excluded())
         out["boxes"] = clip_boxes(res, clip_id)
         out["actions"] = {str(p): actions.get((clip_id, p), []) for p in out["persons"]}
+        out["suggestions"] = suggestions.of_clip(clip_id, out["persons"])
         return jsonify(out)
 
     @app.post("/api/actions")
     def change_action():
         data = json_body()
         op = data.get("op")
-        if op not in ("add", "remove"):
-            raise Refused(400, f"op must be 'add' or 'remove', got {op!r}")
+        if op not in ("add", "remove", "set"):
+            raise Refused(400, f"op must be 'add', 'remove' or 'set', got {op!r}")
         clip_id, pid, aid = data.get("clip_id"), data.get("person_id"), data.get("action")
         res.clip(clip_id)
-        fn = store.add if op == "add" else store.remove
-        return jsonify(clip_id=clip_id, person_id=pid, actions=fn(clip_id, pid, aid))
+        hint = suggestions.get(clip_id, pid)
+        before = store.actions(clip_id).get((clip_id, pid), []) if hint else None
+        if op == "set":
+            acts = store.replace(clip_id, pid, data.get("actions"))
+        else:
+            acts = (store.add if op == "add" else store.remove)(clip_id, pid, aid)
+        result = outcomes.record(clip_id, pid, hint, acts) if hint and set(acts) != set(before) else None
+        return jsonify(clip_id=clip_id, person_id=pid, actions=acts, outcome=result)
 
     @app.post("/api/screening")
     def screening():

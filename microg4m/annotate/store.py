@@ -132,6 +132,32 @@ class Store:
             self._write_rows(rows)
             return list(dict.fromkeys(mine + [aid]))
 
+    def replace(self, clip_id: str, person_id, actions) -> list[int]:
+        """Make the person's actions exactly ``actions`` (ids of the label map, at most
+        MAX_ACTIONS) in one save: a suggestion saved as the page shows it. The person's rows
+        are replaced where the first of them was; returns the person's actions."""
+        clip, pid = self._check_person(clip_id, person_id)
+        if not isinstance(actions, list):
+            raise Refused(400, f"actions must be a list of action ids, got {actions!r}")
+        ids = list(dict.fromkeys(self._check_action(a) for a in actions))
+        if len(ids) > MAX_ACTIONS:
+            raise Refused(409, f"{len(ids)} actions for person {pid} in {clip_id} (at most {MAX_ACTIONS})")
+        with folder_lock(self.actions_path):
+            if ids and clip_id in self.excluded():
+                raise Refused(409, f"clip {clip_id} is excluded; include it again before labelling")
+            rows = self.read_rows()
+            mine = [i for i, r in enumerate(rows) if r[0] == clip_id and r[2] == str(pid)]
+            had = [int(rows[i][3]) for i in mine]
+            if sorted(had) == sorted(ids):  # the same set (labels have no order): nothing to write
+                return had
+            same_clip = [i for i, r in enumerate(rows) if r[0] == clip_id]
+            at = mine[0] if mine else (same_clip[-1] + 1 if same_clip else len(rows))
+            others = [r for i, r in enumerate(rows) if i not in set(mine)]
+            at -= sum(i < at for i in mine)
+            others[at:at] = [[clip_id, clip.clip_type, str(pid), str(a)] for a in ids]
+            self._write_rows(others)
+            return ids
+
     def remove(self, clip_id: str, person_id, action) -> list[int]:
         """Take an action from the person (every row of it); returns the person's actions.
 
