@@ -19,6 +19,7 @@ from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
 from ..api import clip_boxes, clip_state, palette_rgb
 from ..errors import Refused
 from ..store import check_reason
+from ..suggestions import Suggestions, tally
 from . import assign, decisions, history
 from .clip_lists import ClipLists
 from .decisions import Snapshot, check_action, check_person
@@ -27,6 +28,7 @@ from .decisions import Snapshot, check_action, check_person
 def install(app: Flask, project, ctx) -> None:
     res = project.results
     lists = ClipLists(res)  # each annotator's clip list, made again only where it changed
+    suggestions = Suggestions(res, project.label_ids)  # the VLM baseline's answers (suggestions.py)
 
     def my_state(clip, snap: Snapshot, me: str) -> dict:
         return clip_state(res, clip, snap.layer_actions(me), snap.layer_excluded(me))
@@ -48,7 +50,9 @@ def install(app: Flask, project, ctx) -> None:
             "annotator": me, "role": "annotator", "actions_file": f"{me}'s labels (team database)",
             "screening_file": f"{total} clips in the queue", "max_actions": MAX_ACTIONS,
             "label_types": list(LABEL_TYPES), "labels": ctx.labels, "colors": palette_rgb(),
-            "problems": res.problems(), "done": done, "total": total}, separators=(",", ":"))
+            "problems": res.problems() + suggestions.problems(), "done": done, "total": total,
+            "suggestions": tally(o for (who, _, _), o in history.outcomes(c).items() if who == me)},
+            separators=(",", ":"))
         return Response(f'{head[:-1]},"clips":{clips}}}', mimetype="application/json")
 
     @app.get("/api/clips/<clip_id>")
@@ -61,6 +65,7 @@ def install(app: Flask, project, ctx) -> None:
         out["boxes"] = clip_boxes(res, c.clip_id)
         acts = snap.layer_actions(me)
         out["actions"] = {str(p): acts.get((c.clip_id, p), []) for p in out["persons"]}
+        out["suggestions"] = suggestions.of_clip(c.clip_id, out["persons"])
         return jsonify(out)
 
     def settled(cn, c, persons: list[int], me: str, seqs: list[int]) -> tuple[int | None, list[int]]:
@@ -79,16 +84,25 @@ def install(app: Flask, project, ctx) -> None:
         me = ctx.owner(data.get("annotator"))
         ctx.assign_new()
         op = data.get("op")
-        if op not in ("add", "remove"):
-            raise Refused(400, f"op must be 'add' or 'remove', got {op!r}")
+        if op not in ("add", "remove", "set"):
+            raise Refused(400, f"op must be 'add', 'remove' or 'set', got {op!r}")
         c = ctx.my_clip(data.get("clip_id"), me)
         persons = res.persons(c.clip_id)
         pid = check_person(persons, c.clip_id, data.get("person_id"))
+        hint = suggestions.get(c.clip_id, pid)
+        if op == "set":
+            given = data.get("actions")
+            if not isinstance(given, list):
+                raise Refused(400, f"actions must be a list of action ids, got {given!r}")
+            ids = list(dict.fromkeys(check_action(project.label_ids, a) for a in given))
         aid = check_action(project.label_ids, data.get("action")) if op == "add" else data.get("action")
         if op == "remove" and (isinstance(aid, bool) or not isinstance(aid, int)):
             raise Refused(400, f"action must be an integer id, got {aid!r}")
         def fn(cn):
-            acts, seqs = decisions.change_action(cn, me, c, persons, pid, aid, op == "add")
+            if op == "set":
+                acts, seqs = decisions.set_actions(cn, me, c, pid, ids, hint)
+            else:
+                acts, seqs = decisions.change_action(cn, me, c, persons, pid, aid, op == "add", hint)
             change, seqs = settled(cn, c, persons, me, seqs)
             return (acts, change), seqs
 

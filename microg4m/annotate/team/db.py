@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 BUSY_MS = 30_000
-SCHEMA_VERSION = "2"  # 2: the kinds of the captions and QA pairs (vqa_review.py)
+SCHEMA_VERSION = "3"  # 2: the kinds of the captions and QA pairs (vqa_review.py); 3: suggestion outcomes
 FINAL = "@final"  # the layer of the final labels (annotator names cannot contain '@')
 AUTO = "@auto"  # who: the server, when all annotators of a clip agree
 IMPORT = "@import"  # who: labels found in the workflow's files when team mode started
@@ -38,7 +38,9 @@ CREATE TABLE IF NOT EXISTS changes (
     clip_type TEXT NOT NULL,
     person_id INTEGER NOT NULL,        -- 0 for the values of a whole clip
     before TEXT,                       -- JSON, NULL = no value
-    after TEXT                         -- JSON, NULL = no value
+    after TEXT,                        -- JSON, NULL = no value
+    suggested TEXT,                    -- JSON {model, prompt_hash, actions}: the suggestion the person had
+    outcome TEXT CHECK (outcome IN ('accepted', 'edited', 'removed'))  -- what this save made of it
 );
 CREATE INDEX IF NOT EXISTS changes_clip ON changes (layer, clip_id, seq);
 CREATE TRIGGER IF NOT EXISTS changes_append_only_u BEFORE UPDATE ON changes
@@ -149,7 +151,9 @@ def connect(path: str | os.PathLike, create: bool = True, setup: bool = True) ->
                 if got is None:
                     conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
                 elif got[0] == "1":
-                    _migrate_1_to_2(conn)
+                    _migrate_1(conn)
+                elif got[0] == "2":
+                    _migrate_2_to_3(conn)
                 elif got[0] != SCHEMA_VERSION:
                     raise ValueError(f"{path}: team database schema {got[0]}, this microg4m reads "
                                      f"{SCHEMA_VERSION}")
@@ -162,9 +166,13 @@ def connect(path: str | os.PathLike, create: bool = True, setup: bool = True) ->
     return conn
 
 
-def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
-    """Schema 1 -> 2 (in the caller's transaction): the history table again with the new
-    kinds in its CHECK (SQLite cannot change a CHECK in place); every row is kept as it was."""
+V1_COLUMNS = "seq, at, who, layer, kind, clip_id, clip_type, person_id, before, after"
+
+
+def _migrate_1(conn: sqlite3.Connection) -> None:
+    """Schema 1 -> today's (in the caller's transaction): the history table again with the
+    new kinds in its CHECK (SQLite cannot change a CHECK in place) and the suggestion
+    columns; every row is kept as it was (no suggestion)."""
     conn.execute("DROP TRIGGER changes_append_only_u")
     conn.execute("DROP TRIGGER changes_append_only_d")
     conn.execute("ALTER TABLE changes RENAME TO changes_v1")
@@ -175,8 +183,16 @@ def _migrate_1_to_2(conn: sqlite3.Connection) -> None:
         if sqlite3.complete_statement(statement):
             conn.execute(statement)
             statement = ""
-    conn.execute("INSERT INTO changes SELECT * FROM changes_v1")
+    conn.execute(f"INSERT INTO changes ({V1_COLUMNS}) SELECT {V1_COLUMNS} FROM changes_v1")
     conn.execute("DROP TABLE changes_v1")
+    conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+
+
+def _migrate_2_to_3(conn: sqlite3.Connection) -> None:
+    """Schema 2 -> 3 (in the caller's transaction): the history's two suggestion columns,
+    NULL in every row there is (a row is never changed otherwise)."""
+    conn.execute("ALTER TABLE changes ADD COLUMN suggested TEXT")
+    conn.execute("ALTER TABLE changes ADD COLUMN outcome TEXT CHECK (outcome IN ('accepted', 'edited', 'removed'))")
     conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
 
 

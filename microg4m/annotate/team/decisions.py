@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from microg4m.formats.labels import MAX_ACTIONS
 from ..errors import Refused
 from ..store import MAX_REASON
+from ..suggestions import outcome
 from . import history
 from .db import AUTO, FINAL
 
@@ -111,8 +112,9 @@ def check_action(label_ids: set[int], action) -> int:
 
 
 def change_action(conn: sqlite3.Connection, who: str, clip, persons: list[int], person_id: int, action: int,
-                  add: bool) -> tuple[list[int], list[int]]:
-    """Add or remove one action of a person in ``who``'s layer; returns (actions, seqs)."""
+                  add: bool, suggestion=None) -> tuple[list[int], list[int]]:
+    """Add or remove one action of a person in ``who``'s layer; returns (actions, seqs).
+    ``suggestion``: the person's (suggestions.Suggestion), whose outcome the save records."""
     mine = history.get(conn, who, "actions", clip.clip_id, person_id, [])
     if add:
         if history.get(conn, who, "exclusion", clip.clip_id) is not None:
@@ -125,8 +127,28 @@ def change_action(conn: sqlite3.Connection, who: str, clip, persons: list[int], 
         new = mine + [action]
     else:
         new = [a for a in mine if a != action]
-    seq = history.put(conn, who, who, "actions", clip.clip_id, clip.clip_type, person_id, new)
-    return new, [seq] if seq else []
+    return new, _put_actions(conn, who, clip, person_id, mine, new, suggestion)
+
+
+def set_actions(conn: sqlite3.Connection, who: str, clip, person_id: int, actions: list[int],
+                suggestion=None) -> tuple[list[int], list[int]]:
+    """Make a person's actions in ``who``'s layer exactly ``actions`` (checked ids) in one
+    save (a suggestion saved as the page shows it); returns (actions, seqs)."""
+    mine = history.get(conn, who, "actions", clip.clip_id, person_id, [])
+    if len(actions) > MAX_ACTIONS:
+        raise Refused(409, f"{len(actions)} actions for person {person_id} in {clip.clip_id} (at most {MAX_ACTIONS})")
+    if actions and history.get(conn, who, "exclusion", clip.clip_id) is not None:
+        raise Refused(409, f"clip {clip.clip_id} is excluded; include it again before labelling")
+    return actions, _put_actions(conn, who, clip, person_id, mine, actions, suggestion)
+
+
+def _put_actions(conn, who: str, clip, person_id: int, before: list[int], after: list[int], suggestion) -> list[int]:
+    """Store a person's new actions, with the suggestion's outcome when they changed."""
+    hint = None
+    if suggestion is not None and set(before) != set(after):
+        hint = (suggestion.as_json(), outcome(suggestion.actions, after))
+    seq = history.put(conn, who, who, "actions", clip.clip_id, clip.clip_type, person_id, after, suggestion=hint)
+    return [seq] if seq else []
 
 
 def change_exclusion(conn: sqlite3.Connection, who: str, clip, excluded: bool, reason: str) -> list[int]:

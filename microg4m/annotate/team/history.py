@@ -41,9 +41,10 @@ def encode(value) -> str | None:
 
 
 def put(conn: sqlite3.Connection, who: str, layer: str, kind: str, clip_id: str, clip_type: str,
-        person_id: int, value) -> int | None:
+        person_id: int, value, suggestion: tuple[dict, str] | None = None) -> int | None:
     """Set a key (inside a transaction). Returns the new history row's seq, or None when
-    the key already has this value (nothing is written)."""
+    the key already has this value (nothing is written). ``suggestion``: (the suggestion
+    the person had, as JSON, and what this save made of it), kept in the row."""
     assert kind in KINDS and conn.in_transaction
     after = encode(value)
     row = conn.execute("SELECT value FROM current WHERE layer = ? AND kind = ? AND clip_id = ? AND person_id = ?",
@@ -51,10 +52,11 @@ def put(conn: sqlite3.Connection, who: str, layer: str, kind: str, clip_id: str,
     before = row[0] if row else None
     if before == after:
         return None
+    suggested, outcome = (encode(suggestion[0]), suggestion[1]) if suggestion else (None, None)
     seq = conn.execute(
-        "INSERT INTO changes (at, who, layer, kind, clip_id, clip_type, person_id, before, after) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (now(), who, layer, kind, clip_id, clip_type, person_id, before, after)).lastrowid
+        "INSERT INTO changes (at, who, layer, kind, clip_id, clip_type, person_id, before, after, suggested, outcome) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (now(), who, layer, kind, clip_id, clip_type, person_id, before, after, suggested, outcome)).lastrowid
     if after is None:
         conn.execute("DELETE FROM current WHERE layer = ? AND kind = ? AND clip_id = ? AND person_id = ?",
                      (layer, kind, clip_id, person_id))
@@ -91,6 +93,16 @@ def ordinal(conn: sqlite3.Connection, layer: str, seq: int | None) -> int | None
     if seq is None:
         return None
     return conn.execute("SELECT COUNT(*) FROM changes WHERE layer = ? AND seq <= ?", (layer, seq)).fetchone()[0]
+
+
+def outcomes(conn: sqlite3.Connection) -> dict[tuple[str, str, int], str]:
+    """(annotator, clip, person) -> the outcome of the latest save that recorded one
+    (suggestions.py): what each annotator made of each suggestion."""
+    out = {}
+    for r in conn.execute("SELECT layer, clip_id, person_id, outcome FROM changes WHERE kind = 'actions' "
+                          "AND outcome IS NOT NULL ORDER BY seq"):
+        out[(r[0], r[1], r[2])] = r[3]
+    return out
 
 
 class HistoryError(ValueError):

@@ -159,7 +159,8 @@ class Project:
     # ------------------------------------------------------------ agreement
     def figures(self, conn: sqlite3.Connection) -> dict:
         return report.figures(Snapshot.read(conn), self.assigned(conn), self.results.persons,
-                              accounts.annotators(conn), self.label_map, Path(self.settings.report_dir))
+                              accounts.annotators(conn), self.label_map, Path(self.settings.report_dir),
+                              outcomes=history.outcomes(conn))
 
     def text_figures(self, conn: sqlite3.Connection) -> dict:
         return text_agreement.figures(vqa_review.read(conn), self.assigned(conn), self.drafts(),

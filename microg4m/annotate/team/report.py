@@ -5,7 +5,10 @@ Each annotator's labels on the clips they are done with and did not exclude are 
 mode adds, per annotator: ``done`` clips, ``excluded`` clips, ``exclusion_differs`` (done
 clips where a co-annotator who is done decided the other way on exclusion) and
 ``changed_by_final`` (their labels the final labels dropped, plus final labels they did
-not give, plus exclusion decisions the final reversed, on clips with final labels).
+not give, plus exclusion decisions the final reversed, on clips with final labels), and
+what they made of the VLM's suggestions (suggestions.py: ``suggestions``, the persons they
+saved with one, and ``suggestions_{accepted,edited,removed}`` with their ``_share``; the
+same over every annotator in the summary).
 
 The report folder gets ``actions.<annotator>.csv`` (exactly the labels compared, so
 ``microg4m agreement`` over them gives the same per-clip and per-action figures),
@@ -26,6 +29,7 @@ import pandas as pd
 from microg4m.common.atomic import write_text, write_tsv
 from microg4m.formats.labels import ACTIONS_COLUMNS
 from ..agreement import Labels, compare
+from ..suggestions import tally
 from .db import FINAL
 from .decisions import Snapshot, decision, status
 
@@ -35,8 +39,10 @@ def _clean(records: list[dict]) -> list[dict]:
 
 
 def figures(snap: Snapshot, assigned: dict[str, list[str]], persons_of, annotators: list[str],
-            label_map: pd.DataFrame, report_dir: Path | None = None) -> dict:
-    """Everything the page shows and the report writes (pure; ``persons_of(clip)``)."""
+            label_map: pd.DataFrame, report_dir: Path | None = None, outcomes: dict | None = None) -> dict:
+    """Everything the page shows and the report writes (pure; ``persons_of(clip)``;
+    ``outcomes``: (annotator, clip, person) -> the suggestion's outcome, history.outcomes)."""
+    outcomes = {k: o for k, o in (outcomes or {}).items() if k[0] in annotators}
     persons = {c: persons_of(c) for c in assigned}
     done = {a: {} for a in annotators}  # annotator -> clip -> decision
     for clip, names in assigned.items():
@@ -74,9 +80,10 @@ def figures(snap: Snapshot, assigned: dict[str, list[str]], persons_of, annotato
                     changed += len(own ^ fin)
         extra.append({"annotator": a, "done": len(done[a]),
                       "excluded": sum(d[0] == "excluded" for d in done[a].values()),
-                      "exclusion_differs": differs, "changed_by_final": changed})
+                      "exclusion_differs": differs, "changed_by_final": changed,
+                      **tally(o for k, o in outcomes.items() if k[0] == a)})
     ann = ann_df.merge(pd.DataFrame(extra, columns=["annotator", "done", "excluded", "exclusion_differs",
-                                                    "changed_by_final"]), on="annotator", how="right")
+                                                    "changed_by_final", *tally([])]), on="annotator", how="right")
     ann = ann.fillna({"clips": 0, "labels": 0, "differing": 0, "corrected": 0}).astype(
         {"clips": int, "labels": int, "differing": int, "corrected": int})
     counts = {s: 0 for s in ("pending", "agreed", "disagree", "resolved")}
@@ -86,7 +93,8 @@ def figures(snap: Snapshot, assigned: dict[str, list[str]], persons_of, annotato
         counts[st] += 1
         adjudication.append({"clip_id": clip, "status": st, "annotators": ",".join(assigned[clip]),
                              "final_by": snap.resolved.get(clip, ""), "note": snap.notes.get(clip, "")})
-    summary.update(clips_assigned=len(assigned), **{f"clips_{k}": v for k, v in counts.items()})
+    summary.update(clips_assigned=len(assigned), **{f"clips_{k}": v for k, v in counts.items()},
+                   **tally(outcomes.values()))
     return {"summary": summary, "files": files, "clips": clips_df, "actions": actions_df, "annotators": ann,
             "adjudication": pd.DataFrame(adjudication, columns=["clip_id", "status", "annotators", "final_by",
                                                                 "note"])}
