@@ -8,6 +8,7 @@ const S = {
   images: [],       // Image per frame (index 0 = frame 1)
   frame: 1, playing: false, acc: 0, lastT: null,
   person: null,     // selected person id
+  pending: {},      // person id -> the suggested actions shown ticked, not saved (see pendingOf)
   search: "", active: 0,
 };
 const labelById = new Map();
@@ -23,6 +24,7 @@ async function loadState() {
   probs.hidden = !S.state.problems.length;
   probs.textContent = S.state.problems.join("\n");
   renderProgress();
+  renderSuggestionSummary();
   renderClipList();
   return true;
 }
@@ -73,6 +75,7 @@ async function openClip(id) {
     const withBoxes = Object.keys(clip.boxes).map(Number);
     S.frame = withBoxes.length ? Math.min(...withBoxes) : 1; // start where the boxes start
     S.person = clip.persons.length ? clip.persons[0] : null;
+    S.pending = {};
     S.search = "";
     S.images = [];
     for (let n = 1; n <= clip.frames; n++) {
@@ -197,6 +200,73 @@ function changeSpeed(delta) {
 // ------------------------------------------------------------------ persons and actions
 function actionsOf(pid) { return S.clip.actions[pid] || []; }
 
+// Suggestions (the VLM baseline's answers, suggestions.py): a person without a saved action
+// shows the model's actions ticked and marked as suggested; nothing is saved until a click.
+// A click on a box (or Enter in the search, or a chip's ×) saves the person's set as shown
+// with that change; "accept" saves it as suggested; "clear" unticks them (nothing saved).
+function suggestionOf(pid) { return (S.clip.suggestions || {})[pid] || null; }
+
+function pendingOf(pid) {
+  if (S.clip.excluded || actionsOf(pid).length || !suggestionOf(pid)) return null;
+  if (!(pid in S.pending)) S.pending[pid] = suggestionOf(pid).actions.slice();
+  return S.pending[pid];
+}
+
+function shownOf(pid) { return pendingOf(pid) || actionsOf(pid); }
+
+function toggle(pid, aid) {
+  const pending = pendingOf(pid);
+  if (!pending) return change(pid, aid, actionsOf(pid).includes(aid) ? "remove" : "add");
+  return saveSet(pid, pending.includes(aid) ? pending.filter((a) => a !== aid) : [...pending, aid]);
+}
+
+function outcomeOf(suggested, saved) {
+  const kept = saved.filter((a) => suggested.includes(a)).length;
+  if (kept === suggested.length && saved.length === suggested.length) return "accepted";
+  return kept ? "edited" : "removed";
+}
+
+function suggestionNote(pid) {
+  const sg = suggestionOf(pid);
+  const note = document.createElement("div");
+  note.className = "suggestion-note";
+  const names = sg.actions.map((a) => (labelById.get(a) || { name: `id ${a}` }).name).join(", ");
+  const pending = pendingOf(pid);
+  if (!pending) {
+    const what = actionsOf(pid).length ? outcomeOf(sg.actions, actionsOf(pid)) : "clip excluded";
+    note.textContent = `suggested by ${sg.model}: ${names} (${what})`;
+    return note;
+  }
+  note.textContent = pending.length ? `suggested by ${sg.model}: not saved until you click `
+    : `suggested by ${sg.model}: ${names} (not ticked) `;
+  const ok = document.createElement("button");
+  ok.className = "accept-suggestion";
+  ok.textContent = "accept";
+  ok.title = "save the suggested actions for this person";
+  ok.onclick = (ev) => { ev.stopPropagation(); saveSet(pid, sg.actions.slice()); };
+  note.append(ok);
+  if (pending.length) {
+    const no = document.createElement("button");
+    no.className = "clear-suggestion";
+    no.textContent = "clear";
+    no.title = "untick the suggested actions (nothing is saved)";
+    no.onclick = (ev) => { ev.stopPropagation(); S.pending[pid] = []; renderPersons(); };
+    note.append(" ", no);
+  }
+  return note;
+}
+
+function renderSuggestionSummary() {
+  const s = S.state.suggestions;
+  const el = $("suggestion-summary");
+  if (!el) return;
+  el.hidden = !s || !s.suggestions;
+  if (s && s.suggestions) {
+    el.textContent = `suggestions: ${s.suggestions_accepted} accepted · ${s.suggestions_edited} edited · `
+      + `${s.suggestions_removed} removed`;
+  }
+}
+
 function renderPersons() {
   const box = $("persons");
   box.replaceChildren();
@@ -209,20 +279,22 @@ function renderPersons() {
     card.className = "person" + (pid === S.person ? " selected" : "");
     card.style.setProperty("--c", color(pid));
     card.dataset.person = pid;
-    const mine = actionsOf(pid);
+    const mine = shownOf(pid);
+    const pending = !!pendingOf(pid);
     card.innerHTML = `<h3><span>Person ID: ${pid}</span><span class="count">${mine.length} / ${S.state.max_actions}</span></h3>`;
+    if (suggestionOf(pid)) card.append(suggestionNote(pid));
     const chips = document.createElement("div");
     chips.className = "chips";
     for (const aid of mine) {
       const l = labelById.get(aid);
       const chip = document.createElement("span");
-      chip.className = "chip" + (l ? "" : " unknown");
+      chip.className = "chip" + (l ? "" : " unknown") + (pending ? " suggested" : "");
       chip.textContent = l ? l.name : `unknown id ${aid}`;
       chip.title = `id ${aid}`;
       const x = document.createElement("button");
       x.textContent = "×";
       x.title = "remove";
-      x.onclick = (ev) => { ev.stopPropagation(); change(pid, aid, "remove"); };
+      x.onclick = (ev) => { ev.stopPropagation(); toggle(pid, aid); };
       chip.append(x);
       chips.append(chip);
     }
@@ -266,7 +338,8 @@ function renderList(pid) {
   list.replaceChildren();
   const found = matches();
   S.active = Math.min(S.active, Math.max(0, found.length - 1));
-  const mine = actionsOf(pid);
+  const mine = shownOf(pid);
+  const pending = !!pendingOf(pid);
   const full = mine.length >= S.state.max_actions;
   for (const type of S.state.label_types) {
     const group = found.filter((l) => l.label_type === type);
@@ -280,10 +353,11 @@ function renderList(pid) {
       lab.dataset.action = l.id;
       if (found.indexOf(l) === S.active) lab.classList.add("active");
       if (full && !on) lab.classList.add("full");
+      if (pending && on) lab.classList.add("suggested");
       const cb = document.createElement("input");
       cb.type = "checkbox";
       cb.checked = on;
-      cb.onclick = (ev) => { ev.preventDefault(); change(pid, l.id, on ? "remove" : "add"); };
+      cb.onclick = (ev) => { ev.preventDefault(); toggle(pid, l.id); };
       lab.append(cb, ` ${l.name}`);
       lab.title = `id ${l.id}`;
       list.append(lab);
@@ -312,8 +386,21 @@ async function change(pid, aid, op) {
   const focus = document.activeElement && document.activeElement.id === "search";
   const r = await api("POST", "/api/actions", { clip_id: clipId, person_id: pid, action: aid, op });
   if (!r) return;
+  saved(clipId, pid, r, focus);
+}
+
+// The person's whole set in one save (op "set"): a suggestion as the page shows it.
+async function saveSet(pid, actions) {
+  const clipId = S.clip.clip_id;
+  const focus = document.activeElement && document.activeElement.id === "search";
+  const r = await api("POST", "/api/actions", { clip_id: clipId, person_id: pid, actions, op: "set" });
+  if (r) saved(clipId, pid, r, focus);
+}
+
+function saved(clipId, pid, r, focus) {
   if (!S.clip || S.clip.clip_id !== clipId) return;
   S.clip.actions[pid] = r.actions;
+  S.pending[pid] = []; // dealt with: not ticked again in this view
   updateEntry();
   renderPersons();
   renderClipList();
@@ -395,7 +482,7 @@ function searchKey(ev) {
   } else if (ev.key === "Enter") {
     ev.preventDefault();
     const l = found[S.active];
-    if (l) change(S.person, l.id, actionsOf(S.person).includes(l.id) ? "remove" : "add");
+    if (l) toggle(S.person, l.id);
   } else if (ev.key === "Escape") {
     ev.preventDefault();
     ev.target.blur();

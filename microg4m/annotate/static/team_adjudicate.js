@@ -83,7 +83,7 @@ function renderFigures(f) {
     + `exact agreement: ${s.exact_share ?? "–"} · positive agreement: ${s.positive_agreement ?? "–"} · `
     + `differing labels: ${s.differing}`;
   const ann = table(f.annotators, ["annotator", "done", "excluded", "exclusion_differs", "labels", "differing",
-    "changed_by_final"]);
+    "changed_by_final", "suggestions", "suggestions_accepted", "suggestions_edited", "suggestions_removed"]);
   ann.id = "fig-annotators";
   const act = table(f.actions.filter((r) => r.chosen > 0), ["action_id", "name", "chosen", "both", "one_only",
     "positive_agreement", "kappa"]);
