@@ -152,9 +152,10 @@ def run(args: argparse.Namespace):
 
             out = rows(conn, since=args.since, clip_id=args.clip, who=args.who)
             w = csv.writer(sys.stdout, delimiter="\t", lineterminator="\n")
-            w.writerow(["seq", "at", "who", "layer", "kind", "clip_id", "person_id", "before", "after"])
-            w.writerows([r[k] for k in ("seq", "at", "who", "layer", "kind", "clip_id", "person_id", "before",
-                                        "after")] for r in out)
+            cols = ("seq", "at", "who", "layer", "kind", "clip_id", "person_id", "before", "after", "suggested",
+                    "outcome")
+            w.writerow(cols)
+            w.writerows([r[k] for k in cols] for r in out)
             return None
         if args.team_command == "rebuild":
             out = project.rebuild(conn, check=args.check)
