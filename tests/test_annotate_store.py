@@ -347,7 +347,7 @@ def test_frames_are_the_clips_frames(client, clip_video, tmp_path):
     ("post", "/api/actions", {"clip_id": "nope_000", "person_id": 1, "action": 12, "op": "add"}, 404, "unknown clip"),
     ("post", "/api/actions", {"clip_id": "dancer_000", "person_id": 9, "action": 12, "op": "add"}, 404,
      "person 9 has no box"),
-    ("post", "/api/actions", {"clip_id": "dancer_000", "person_id": 1, "action": 12, "op": "set"}, 400,
+    ("post", "/api/actions", {"clip_id": "dancer_000", "person_id": 1, "action": 12, "op": "toggle"}, 400,
      "op must be"),
     ("post", "/api/actions", ["dancer_000", 1, 12], 400, "expected a JSON object"),
     ("post", "/api/screening", {"clip_id": "dancer_000", "excluded": 1}, 400, "excluded must be true or false"),

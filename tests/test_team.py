@@ -171,7 +171,7 @@ CASES = [
     # a digit that is no ASCII digit ("²".isdigit() is True; int("²") raised a ValueError: 500)
     ("judy", "POST", "/api/final", {"clip_id": "dancer_000", "excluded": False, "actions": {"²": [14]}}, True, 400,
      "person_id must be an integer, got '²'"),
-    ("alice", "POST", "/api/actions", body(MINE, action=12, op="set"), True, 400, "op must be"),
+    ("alice", "POST", "/api/actions", body(MINE, action=12, op="toggle"), True, 400, "op must be"),
 ]
 
 

@@ -155,8 +155,9 @@ def test_two_annotators_an_adjudicator_and_the_export(team):
             wait_text(judy, "#counts", "0 to adjudicate · 2 resolved · 1 agreed · 0 pending")
             # agreement figures on the page, per annotator (changed_by_final: alice 1, bob 2)
             rows = judy.locator("#fig-annotators tr").all_inner_texts()
-            assert [r.split("\t") for r in rows[1:]] == [["alice", "3", "1", "1", "3", "2", "1"],
-                                                         ["bob", "3", "0", "1", "4", "2", "2"]]
+            # then the VLM's suggestions saved, accepted, edited, removed: none (no answers file here)
+            assert [r.split("\t") for r in rows[1:]] == [["alice", "3", "1", "1", "3", "2", "1", "0", "0", "0", "0"],
+                                                         ["bob", "3", "0", "1", "4", "2", "2", "0", "0", "0", "0"]]
             assert "carry/hold (an object)" in judy.inner_text("#fig-actions")
             judy.click("#write-report")
             judy.wait_for_selector("#toast:not([hidden])")

@@ -359,7 +359,7 @@ def test_a_version_database_is_migrated_and_existing_reviews_are_imported(tmp_pa
         "film_000": {"caption": "Half done.", "qa_pairs": [], "reviewed": False}}}))
     project = make_project(tmp_path)
     conn = connect(v1)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "2"
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == "3"  # migrated to today's schema
     rows = history_rows(project)
     assert (rows[0]["who"], rows[0]["kind"], rows[0]["after"]) == ("alice", "actions", "[12]")  # kept
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
