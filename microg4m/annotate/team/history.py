@@ -6,6 +6,9 @@ A *key* is ``(layer, kind, clip, person)``: the layer is an annotator's name or
 adjudicator's note on the clip) and ``resolved`` (who adjudicated the clip), and for the
 captions and QA pairs ``text``, ``text_note`` and ``text_resolved`` (vqa_review.py);
 clip-level kinds use person 0. No value (an empty list, an included clip) is stored as NULL.
+An annotator's save of a person's actions also keeps, in its row, the VLM suggestion the
+person had (``suggested``) and what the save made of it (``outcome``; annotate/suggestions.py);
+:func:`outcomes` gives each annotator's latest per person.
 
 :func:`put` appends one row (who, when, key, before, after) and updates ``current`` in
 the caller's transaction; :func:`replay` rebuilds every latest value from the history
