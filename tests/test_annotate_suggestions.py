@@ -152,6 +152,22 @@ def test_without_answers_the_page_is_as_before(tmp_path, answered):
     assert len(problems) == 1 and "not a VLM answers file" in problems[0] and UNIT in problems[0]
 
 
+def test_suggestions_can_be_turned_off(tmp_path, answered):
+    """Config ``annotate.suggestions: false``: the answers are there, the page shows none."""
+    ann = tmp_path / "annotations"
+    app = create_app(str(answered), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"), str(LABEL_MAP),
+                     suggestions=False)
+    client = token_client(app)
+    assert client.get("/api/clips/dancer_000").get_json()["suggestions"] == {}
+    assert client.get("/api/state").get_json()["problems"] == []
+    assert save(client, "dancer_000", 1, "set", actions=[12, 17])["outcome"] is None
+    assert not (ann / "actions.suggestions.tsv").exists()
+    project = make_project(tmp_path / "team", results=answered, suggestions=False)
+    with serving(create_team_app(project, {"127.0.0.1"})) as port:
+        status, clip, _ = Client(port).login("alice").request("GET", "/api/clips/dancer_000")
+    assert status == 200 and clip["suggestions"] == {}
+
+
 # ---------------------------------------------------------------- team mode
 
 

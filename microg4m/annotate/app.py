@@ -44,7 +44,7 @@ from .vqa_store import VQAStore
 
 def create_app(results: str, actions: str, screening: str, label_map: str, annotator: str = "",
                hosts=LOOPBACK, vqa_reviews: str | None = None, token: str | None = None,
-               frame_cache_mb: int | None = None) -> Flask:
+               frame_cache_mb: int | None = None, suggestions: bool = True) -> Flask:
     """The app over a results folder; bad inputs raise ValueError before it serves.
 
     ``hosts``: the host names it answers to (see guard.py); others are refused.
@@ -52,11 +52,13 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
     ``token``: the access token every request must carry (guard.require_token); a random
     one when not given, in ``app.config["ACCESS_TOKEN"]``.
     ``frame_cache_mb``: MiB of decoded frames kept (config ``annotate.frame_cache_mb``; None: its default).
+    ``suggestions``: show the VLM's answers as suggestions (config ``annotate.suggestions``).
     """
     lmap = read_label_map(label_map)
     res = Results(results)
     store = Store(res, actions, screening, set(lmap["id"]))
-    suggestions, outcomes = Suggestions(res, set(lmap["id"])), OutcomeLog(actions, annotator)
+    outcomes = OutcomeLog(actions, annotator)
+    suggestions = Suggestions(res, set(lmap["id"]), enabled=suggestions)
     app = Flask(__name__)
     app.json.sort_keys = False
     app.config["ACCESS_TOKEN"] = token = token or new_token()
@@ -132,7 +134,7 @@ def serve(args: argparse.Namespace) -> None:
     files = paths(args)
     app = create_app(files.results, files.actions, files.screening, files.label_map, args.annotator,
                      hosts=allowed_hosts(args.host, args.allowed_host), vqa_reviews=files.vqa_reviews,
-                     frame_cache_mb=files.frame_cache_mb)
+                     frame_cache_mb=files.frame_cache_mb, suggestions=files.suggestions)
     token = app.config["ACCESS_TOKEN"]
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback

@@ -26,6 +26,7 @@ class Paths:
     label_map: str
     vqa_reviews: str
     frame_cache_mb: int | None = None  # config annotate.frame_cache_mb (None: the schema's default)
+    suggestions: bool = True  # config annotate.suggestions
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -74,4 +75,4 @@ def paths(args: argparse.Namespace) -> Paths:
                                    else cfg["vqa"]["reviews"])
     return Paths(results=cfg["results"], actions=actions, screening=cfg["filter"]["screening"],
                  label_map=cfg["export"]["label_map"], vqa_reviews=reviews,
-                 frame_cache_mb=cfg["annotate"]["frame_cache_mb"])
+                 frame_cache_mb=cfg["annotate"]["frame_cache_mb"], suggestions=cfg["annotate"]["suggestions"])

@@ -70,15 +70,19 @@ def tally(outcomes: Iterable[str]) -> dict:
 
 class Suggestions:
     """(clip, person) -> :class:`Suggestion` from the answers of the current units, re-read
-    when a file changed (thread-safe)."""
+    when a file changed (thread-safe); none at all when not ``enabled`` (config
+    ``annotate.suggestions: false``)."""
 
-    def __init__(self, results, label_ids: set[int]):
+    def __init__(self, results, label_ids: set[int], enabled: bool = True):
         self.results = results  # annotate.results.Results
         self.label_ids = set(label_ids)
+        self.enabled = enabled
         self._lock = threading.Lock()
         self._cache: tuple[tuple, dict, list] = ((), {}, [])
 
     def _read(self) -> tuple[dict, list]:
+        if not self.enabled:
+            return {}, []
         index = self.results.index
         files = [f for f in (index.files(u).har_vlm for u in index.units()) if f.is_file()]
         stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
@@ -155,14 +159,18 @@ class OutcomeLog:
         result = outcome(suggestion.actions, saved)
         row = [now(), self.annotator, clip_id, str(person_id), suggestion.model, suggestion.prompt_hash,
                ids_text(suggestion.actions), ids_text(saved), result]
-        with folder_lock(self.path):
-            text = self.path.read_text(encoding="utf-8") if self.path.is_file() else ""
-            buf = io.StringIO()
-            w = csv.writer(buf, delimiter="\t", lineterminator="\n")
-            if not text:
-                w.writerow(LOG_COLUMNS)
-            w.writerow(row)
-            write_text(self.path, text + buf.getvalue())
+        try:
+            with folder_lock(self.path):
+                text = self.path.read_text(encoding="utf-8") if self.path.is_file() else ""
+                buf = io.StringIO()
+                w = csv.writer(buf, delimiter="\t", lineterminator="\n")
+                if not text:
+                    w.writerow(LOG_COLUMNS)
+                w.writerow(row)
+                write_text(self.path, text + buf.getvalue())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise Refused(500, f"the labels were saved, but the suggestion's outcome could not be recorded in "
+                               f"{self.path} ({exc})") from None
         return result
 
     def latest(self) -> dict[tuple[str, int], dict]:

@@ -28,7 +28,7 @@ from .decisions import Snapshot, check_action, check_person
 def install(app: Flask, project, ctx) -> None:
     res = project.results
     lists = ClipLists(res)  # each annotator's clip list, made again only where it changed
-    suggestions = Suggestions(res, project.label_ids)  # the VLM baseline's answers (suggestions.py)
+    suggestions = Suggestions(res, project.label_ids, enabled=project.settings.suggestions)  # suggestions.py
 
     def my_state(clip, snap: Snapshot, me: str) -> dict:
         return clip_state(res, clip, snap.layer_actions(me), snap.layer_excluded(me))
@@ -51,7 +51,7 @@ def install(app: Flask, project, ctx) -> None:
             "screening_file": f"{total} clips in the queue", "max_actions": MAX_ACTIONS,
             "label_types": list(LABEL_TYPES), "labels": ctx.labels, "colors": palette_rgb(),
             "problems": res.problems() + suggestions.problems(), "done": done, "total": total,
-            "suggestions": tally(o for (who, _, _), o in history.outcomes(c).items() if who == me)},
+            "suggestions": tally(history.outcomes(c, me).values())},
             separators=(",", ":"))
         return Response(f'{head[:-1]},"clips":{clips}}}', mimetype="application/json")
 

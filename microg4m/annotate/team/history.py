@@ -98,12 +98,13 @@ def ordinal(conn: sqlite3.Connection, layer: str, seq: int | None) -> int | None
     return conn.execute("SELECT COUNT(*) FROM changes WHERE layer = ? AND seq <= ?", (layer, seq)).fetchone()[0]
 
 
-def outcomes(conn: sqlite3.Connection) -> dict[tuple[str, str, int], str]:
+def outcomes(conn: sqlite3.Connection, layer: str | None = None) -> dict[tuple[str, str, int], str]:
     """(annotator, clip, person) -> the outcome of the latest save that recorded one
-    (suggestions.py): what each annotator made of each suggestion."""
+    (suggestions.py): what each annotator (or only ``layer``) made of each suggestion."""
     out = {}
-    for r in conn.execute("SELECT layer, clip_id, person_id, outcome FROM changes WHERE kind = 'actions' "
-                          "AND outcome IS NOT NULL ORDER BY seq"):
+    sql = "SELECT layer, clip_id, person_id, outcome FROM changes WHERE kind = 'actions' AND outcome IS NOT NULL"
+    args = () if layer is None else (layer,)
+    for r in conn.execute(sql + (" AND layer = ?" if layer is not None else "") + " ORDER BY seq", args):
         out[(r[0], r[1], r[2])] = r[3]
     return out
 

@@ -30,6 +30,7 @@ class Settings:
     passwords: dict | None = None  # config team.passwords (min_length, min_strength); None: the defaults
     login: dict | None = None  # config team.login (throttling); None: the defaults
     frame_cache_mb: int | None = None  # config annotate.frame_cache_mb; None: the schema's default
+    suggestions: bool = True  # config annotate.suggestions
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -112,4 +113,4 @@ def settings(args: argparse.Namespace) -> Settings:
                     report_dir=team["report_dir"], per_clip=team["annotators_per_clip"],
                     session_hours=team["session_hours"], vqa_reviews=cfg["vqa"]["reviews"],
                     server=dict(team["server"]), passwords=dict(team["passwords"]), login=dict(team["login"]),
-                    frame_cache_mb=cfg["annotate"]["frame_cache_mb"])
+                    frame_cache_mb=cfg["annotate"]["frame_cache_mb"], suggestions=cfg["annotate"]["suggestions"])
