@@ -22,12 +22,15 @@ SCHEMAS = Path(__file__).resolve().parent / "schemas"
 CONFIG_SCHEMA = SCHEMAS / "config.schema.yaml"
 SOURCES_SCHEMA = SCHEMAS / "sources.schema.yaml"
 DEFAULT_CONFIG = "config/config.yaml"
+# libyaml's loader where PyYAML was built with it: the schema parses in 0.06 s instead of
+# 0.6 s, at every Snakemake start (a dry run, each cluster job) and every command
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @functools.lru_cache(maxsize=None)
 def _load_schema(name: str) -> dict:
     with open(SCHEMAS / f"{name}.schema.yaml", encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return yaml.load(fh, Loader=LOADER)
 
 
 def schema(name: str = "config") -> dict:
@@ -120,7 +123,7 @@ def load(path: str | os.PathLike | None = None, overrides: dict | None = None) -
 def read(path: str | os.PathLike) -> dict:
     """A config file as a mapping (not validated); ValueError names the file and the reason."""
     try:
-        cfg = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        cfg = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=LOADER) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise ValueError(f"--configfile {path}: cannot read ({exc})") from None
     if not isinstance(cfg, dict):
