@@ -26,7 +26,10 @@ import yaml
 from browser import CHROMIUM, canvas_shot, chromium_page, left_edge, near, person_bgr, wait_drawn
 from microg4m.annotate.app import create_app
 from microg4m.annotate.team.server import create_app as create_team_app
+from microg4m.common import media
 from microg4m.formats import labels
+from microg4m.formats.manifest import read_manifest
+from microg4m.formats.records import read_records
 from microg4m.formats.results_index import ResultsIndex
 from microg4m.formats.tracks import read_tracks
 from team_setup import Client, make_project, serving
@@ -104,6 +107,29 @@ def test_the_demo_runs_in_units_of_several_sources_and_accounts_for_every_source
     assert set(sources.index) == set(table) and sources.at["missing", "status"] == "failed"
     assert (res / "export" / "ava_format.csv").stat().st_size > 0
     assert sorted(p.stem for p in (res / "previews").glob("*.png")) == sorted(units)
+
+
+def test_every_source_has_a_status_record(demo):
+    records = {r["source_id"]: r for p in (demo / RESULTS / "download").glob("*.tsv") for r in read_records(p)}
+    assert set(records) == {"dancer", "pianist", "zidane", "scenecut", "noperson", "short", "carphone", "missing"}
+    assert records["missing"]["status"] == "failed"
+    assert "Connection refused" in records["missing"]["reason"]
+    assert all(r["status"] == "ok" for k, r in records.items() if k != "missing")
+
+
+def test_downloadable_sources_have_exact_clips(demo):
+    index = ResultsIndex(demo / RESULTS)
+    expected = {"dancer": 3, "pianist": 2, "zidane": 2, "scenecut": 2, "noperson": 1, "short": 0, "carphone": 1,
+                "missing": 0}
+    clips = pd.concat([read_manifest(index.files(u).manifest) for u in index.units()])
+    for src, n in expected.items():
+        ok = clips[(clips.source_id == src) & (clips.status == "ok")]
+        assert len(ok) == n, src
+        for clip in ok.clip_id:
+            assert media.count_frames(index.clip_files(clip).video) == 90
+    status = {r["source_id"]: r for u in index.units() for r in read_records(index.files(u).status)}
+    assert set(status) == set(expected)
+    assert status["missing"]["status"] == "skipped" and "download failed" in status["missing"]["reason"]
 
 
 def test_the_page_lists_every_kept_clip_with_the_persons_and_boxes_of_its_track_file(demo, tmp_path):

@@ -1,8 +1,10 @@
-"""Stage-only re-runs: after each kind of edit Snakemake runs exactly the stages that follow it.
+"""Re-runs under one source per job (``sources_per_job: 1``, the extra case; every row of
+docs/running.md's re-run table is tested on the default path in tests/test_rerun_table.py).
 
 One real demo run (three sources, one of them failing) is shared by the tests of this
-module; each test edits one thing, checks the dry run's job list, runs for real and
-checks that the real run ran the same jobs and changed what it should. The run uses the
+module: the demo's labels reach every training file, CVAT corrections and a label edit
+re-run only what follows them (the dry run's job list, then a real run of the same jobs),
+and the report. The run uses the
 config key ``ffmpeg``: a wrapper around the pinned binary that logs its calls and names
 itself in ``-version``, so that the tests see which jobs ran which ffmpeg.
 """
@@ -20,11 +22,10 @@ import pandas as pd
 import pytest
 
 import loaders
-from workflow import dry_run_jobs, jobs_ran, make_workdir, set_config, snakemake
+from workflow import dry_run_jobs, jobs_ran, make_workdir, snakemake
 
 SOURCES = "source_id\turl\tclip_type\ndancer\tresources/demo/dancer.mp4\tr\n" \
           "scenecut\tresources/demo/scenecut.mp4\tr\nmissing\thttp://127.0.0.1:9/missing.mp4\tr\n"
-UNITS = 3  # sources_per_job 1: one job per source and stage
 
 
 WRAPPER_VERSION = "ffmpeg version microg4m-test-wrapper"
@@ -59,20 +60,6 @@ def rerun(wd, expected):
     assert planned == expected
     assert jobs_ran(snakemake(wd)) == expected
     assert dry_run_jobs(wd) == {}
-
-
-def decisions(wd):
-    return pd.concat(pd.read_csv(p, sep="\t", dtype=str, keep_default_na=False)
-                     for p in sorted((wd / "results" / "filter").glob("*.tsv")))
-
-
-TRAINING_FILES = ["ava_format_with_header.csv", "ava_format.csv", "ava_train.csv",
-                  "ava_test_gt.csv", "ava_test_predicted_boxes.csv",
-                  "ava_train_dense_proposals.pkl", "ava_test_dense_proposals.pkl",
-                  "label_map.pbtxt", "frame_lists/train.csv", "frame_lists/val.csv", "frame_lists/test.csv",
-                  "statistics/action_result_all.csv", "statistics/split_result.csv", "label_report.tsv"]
-# 4 labelled clips split 2 / 0 / 2: the empty val split gets no AVA files, a warning instead
-EMPTY_VAL_FILES = ["ava_val_gt.csv", "ava_val_predicted_boxes.csv", "ava_val_dense_proposals.pkl"]
 
 
 def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypatch):
@@ -229,54 +216,6 @@ def test_the_ffmpeg_setting_reaches_every_job_that_runs_ffmpeg(run_dir):
     versions = pd.read_csv(run_dir / "results" / "versions.tsv", sep="\t", dtype=str)
     assert versions.iloc[0].tolist() == ["ffmpeg", WRAPPER_VERSION]
     assert dict(versions.values)["imageio-ffmpeg"] == imageio_ffmpeg.__version__
-
-
-def inferred(wd, unit):
-    """Frames YOLO ran on in the last detect job of a unit (the rest came from the frame cache)."""
-    counts = re.findall(r"'inferred': (\d+)", (wd / "results" / "logs" / "detect" / f"{unit}.log").read_text())
-    assert counts, f"no detect summary in the log of {unit}"
-    return int(counts[-1])
-
-
-def test_a_filter_threshold_edit_reruns_detect_from_its_cache_and_never_yolo(run_dir):
-    """A filter threshold decides which frames detect may skip (detect.skip_rejected), so
-    detect runs again, but every frame it needs is in the frame cache: YOLO runs on none."""
-    before = decisions(run_dir)
-    assert (before.keep == "1").sum() >= 3
-    after_edit = {"detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS, "track_files": UNITS,
-                  "signatures": UNITS, "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1}
-    set_config(run_dir, "filter", person_conf=0.999)  # no box is that sure
-    rerun(run_dir, after_edit)
-    assert [inferred(run_dir, u) for u in ("dancer", "scenecut")] == [0, 0]
-    after = decisions(run_dir)
-    assert (after.keep == "0").all()
-    assert set(after[before.reason == "kept"].reason) == {"few_persons"}
-    set_config(run_dir, "filter", person_conf=0.6)
-    rerun(run_dir, after_edit)
-    assert [inferred(run_dir, u) for u in ("dancer", "scenecut")] == [0, 0]
-    assert decisions(run_dir).equals(before)
-
-
-def test_a2_screening_reruns_only_the_screened_source(run_dir):
-    (run_dir / "annotations" / "screening_excluded.txt").write_text("dancer_001  # not in space\n")
-    rerun(run_dir, {"detect": 1, "filter": 1, "track": 1, "frames": 1, "track_files": 1, "signatures": 1,
-                    "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1})
-    assert inferred(run_dir, "dancer") == 0
-    dec = decisions(run_dir).set_index("clip_id")
-    assert dec.loc["dancer_001", "reason"] == "screened" and dec.loc["dancer_000", "reason"] == "kept"
-
-
-def test_b_tracker_edit_reruns_track_and_export_only(run_dir):
-    set_config(run_dir, "track", box_mode="interpolate")
-    rerun(run_dir, {"track": UNITS, "track_files": UNITS, "export": 1, "ledger": 1, "all": 1})
-
-
-def test_c_weights_or_imgsz_edit_reruns_detect(run_dir):
-    set_config(run_dir, "detect", imgsz=256)
-    # the detector too: a TensorRT engine's optimisation profile is built for imgsz
-    rerun(run_dir, {"detector": 1, "detect": UNITS, "filter": UNITS, "track": UNITS, "frames": UNITS,
-                    "track_files": UNITS, "signatures": UNITS, "duplicates": 1, "duplicate_sheets": 1,
-                    "export": 1, "ledger": 1, "all": 1})
 
 
 def test_d_actions_edit_reruns_export_only(run_dir):
