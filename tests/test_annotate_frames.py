@@ -28,10 +28,11 @@ from microg4m.annotate import frames
 from microg4m.annotate.app import create_app
 from microg4m.annotate.team.server import create_app as team_app
 from microg4m.common.media import read_frames
+from microg4m.formats.results_index import ResultsIndex
 from microg4m.stages import frames as frames_stage
 
 from team_setup import Client, make_project, serving
-from test_annotate_store import LABEL_MAP, clip_video, copies_of, make_app  # noqa: F401  (clip_video: a fixture)
+from test_annotate_store import LABEL_MAP, bearer, clip_video, copies_of, make_app, token_client  # noqa: F401  (clip_video: a fixture)
 
 CLIPS_ON_PAGE = ("dancer_000", "dancer_001", "film_000", "film_001")
 
@@ -71,9 +72,12 @@ def decodes(monkeypatch):
     d.release()
 
 
-def get(port: int, path: str, client: Client | None = None, timeout: float = 60) -> tuple[int, bytes]:
+def get(port: int, path: str, client: Client | dict | None = None, timeout: float = 60) -> tuple[int, bytes]:
+    """GET with a team ``client``'s session cookie, or with ``client`` as headers (the single-user token)."""
     headers = {"Host": f"127.0.0.1:{port}"}
-    if client is not None:
+    if isinstance(client, dict):
+        headers.update(client)
+    elif client is not None:
         headers["Cookie"] = client.cookie
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -102,6 +106,11 @@ def settled(cache: frames.FrameCache, timeout: float = 30) -> list[str]:
     return cache.kept()
 
 
+def clip_path(res: Path, clip_id: str) -> Path:
+    """Where the clip's mp4 is (its unit's folder), through the results index."""
+    return ResultsIndex(res).clip(clip_id).path
+
+
 def clip_bytes(path: Path) -> int:
     return sum(len(b) for b in frames.decode_jpegs(path))
 
@@ -120,7 +129,7 @@ def test_two_annotators_opening_the_same_evicted_clip_cause_one_decode(tmp_path,
         assert get(port, "/clip/dancer_000/frame/1.jpg", alice)[0] == 200
         settled(cache)
         assert get(port, "/clip/film_000/frame/1.jpg", alice)[0] == 200
-        assert settled(cache) == [str(tmp_path / "results" / "clips" / "film" / "film_000.mp4")]  # dancer_000 evicted
+        assert settled(cache) == [str(clip_path(tmp_path / "results", "film_000"))]  # dancer_000 evicted
         before = decodes.count["dancer_000"]
         # both open the evicted clip at once, as the page does: every frame, from 6 connections each
         asks = [(who, n) for n in range(1, 91) for who in (alice, bob)]
@@ -136,13 +145,14 @@ def test_two_annotators_opening_the_same_evicted_clip_cause_one_decode(tmp_path,
 
 def test_a_decode_holds_up_neither_its_decoded_frames_nor_other_clips(tmp_path, clip_video, decodes):
     app, res, _ = make_app(tmp_path, clip_video)
+    token = bearer(app)
     with serving(app) as port, futures.ThreadPoolExecutor(4) as pool:
-        assert get(port, "/clip/film_000/frame/1.jpg")[0] == 200  # decoded and kept
+        assert get(port, "/clip/film_000/frame/1.jpg", token)[0] == 200  # decoded and kept
         gate = decodes.hold("dancer_000")  # its decode stops after frame 3
-        late = pool.submit(get, port, "/clip/dancer_000/frame/60.jpg")
-        early = pool.submit(get, port, "/clip/dancer_000/frame/2.jpg")
-        other = pool.submit(get, port, "/clip/film_000/frame/30.jpg")
-        fresh = pool.submit(get, port, "/clip/dancer_001/frame/5.jpg")  # a second decode beside the held one
+        late = pool.submit(get, port, "/clip/dancer_000/frame/60.jpg", token)
+        early = pool.submit(get, port, "/clip/dancer_000/frame/2.jpg", token)
+        other = pool.submit(get, port, "/clip/film_000/frame/30.jpg", token)
+        fresh = pool.submit(get, port, "/clip/dancer_001/frame/5.jpg", token)  # a second decode beside the held one
         try:
             assert early.result(timeout=30)[0] == 200  # frame 2 is decoded: answered during the decode
             assert other.result(timeout=30)[0] == 200  # another clip's frames do not wait for it
@@ -188,8 +198,8 @@ def test_the_cache_keeps_at_most_its_bytes(tmp_path, clip_video):
 
 def test_a_clip_that_cannot_be_decoded_is_an_error_and_nothing_is_kept(tmp_path, clip_video):
     app, res, _ = make_app(tmp_path, clip_video)
-    c = app.test_client()
-    clip = res / "clips" / "dancer" / "dancer_001.mp4"
+    c = token_client(app)
+    clip = clip_path(res, "dancer_001")
     good = clip.read_bytes()
     clip.write_bytes(b"not a video at all")
     r = c.get("/clip/dancer_001/frame/1.jpg")
@@ -204,20 +214,21 @@ def test_a_clip_that_cannot_be_decoded_is_an_error_and_nothing_is_kept(tmp_path,
 
 
 def export_frames(res: Path) -> Path:
-    """The frames stage over each source of the results folder (real ffmpeg), as the workflow runs it."""
-    for src in ("dancer", "film"):
-        frames_stage.run(res / "clips" / src / "manifest.tsv", res / "filter" / f"{src}.tsv", res / "frames")
+    """The frames stage over each unit of the results folder (real ffmpeg), as the workflow runs it."""
+    index = ResultsIndex(res)
+    for unit in index.units():
+        frames_stage.run(index.files(unit).manifest, index.files(unit).decisions, res / "frames")
     return res / "frames"
 
 
 def test_the_exports_jpeg_frames_are_served_without_decoding(tmp_path, clip_video, decodes):
     app, res, _ = make_app(tmp_path, clip_video)
-    c = app.test_client()
+    c = token_client(app)
     before = {n: c.get(f"/clip/dancer_000/frame/{n}.jpg").data for n in (1, 45, 90)}  # decoded, as before
     out = export_frames(res)
     decodes.count.clear()
     ann = tmp_path / "annotations"  # a fresh server over the folder with its frames
-    c = create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"), str(LABEL_MAP)).test_client()
+    c = token_client(create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"), str(LABEL_MAP)))
     for n, shown in before.items():
         r = c.get(f"/clip/dancer_000/frame/{n}.jpg")
         assert r.status_code == 200 and r.mimetype == "image/jpeg"
@@ -230,8 +241,8 @@ def test_the_exports_jpeg_frames_are_served_without_decoding(tmp_path, clip_vide
 def test_a_clip_made_again_is_not_served_stale(tmp_path, clip_video, decodes):
     video, size = clip_video
     app, res, _ = make_app(tmp_path, clip_video)
-    c = app.test_client()
-    clip = res / "clips" / "dancer" / "dancer_001.mp4"
+    c = token_client(app)
+    clip = clip_path(res, "dancer_001")
     first = c.get("/clip/dancer_001/frame/1.jpg").data
     # a re-run makes the clip again from later footage (same name, size of frame): decoded anew
     from conftest import get_footage, make_clip

@@ -30,6 +30,7 @@ from microg4m.formats import labels
 from microg4m.formats.results_index import ResultsIndex
 from microg4m.formats.tracks import read_tracks
 from team_setup import Client, make_project, serving
+from test_annotate_store import token_client
 from vlm_stub import CAPTION, StubVLM
 from workflow import REPO, jobs_ran, snakemake
 
@@ -86,10 +87,11 @@ def page_boxes(rows: pd.DataFrame) -> dict[str, list]:
 
 
 def page_app(wd, tmp_path, **kw):
-    """The single-user page over the run (its own label files, so that nothing reaches the run)."""
+    """The single-user page over the run (its own label files, so that nothing reaches the
+    run), a test client that sends the page's access token."""
     ann = tmp_path / "annotations"
-    return create_app(str(wd / RESULTS), str(ann / "actions.csv"), str(ann / "screening.txt"),
-                      str(wd / "annotations" / "label_map.pbtxt"), **kw).test_client()
+    return token_client(create_app(str(wd / RESULTS), str(ann / "actions.csv"), str(ann / "screening.txt"),
+                                   str(wd / "annotations" / "label_map.pbtxt"), **kw))
 
 
 def test_the_demo_runs_in_units_of_several_sources_and_accounts_for_every_source(demo):

@@ -1,12 +1,14 @@
 """The annotator's /api/state keeps its clip list between requests (team/clip_lists.py):
-each change is seen by the next request, whoever made it, and the list is the one a
-fresh server gives. Real HTTP against the production server (waitress in a thread)."""
+each change is seen by the next request, whoever made it (results files written as the
+workflow writes them: atomically), and the list is the one a fresh server gives. Real
+HTTP against the production server (waitress in a thread)."""
 
 from __future__ import annotations
 
 import json
 
 from microg4m.annotate.team import accounts, assign, decisions
+from microg4m.common.atomic import write_text
 from microg4m.annotate.team.db import transaction
 from microg4m.annotate.team.server import create_app
 
@@ -27,7 +29,6 @@ def fresh(project) -> dict:
 
 def test_the_clip_list_shows_every_change_at_the_next_request(tmp_path):
     project = make_project(tmp_path)  # alice and bob: every kept clip
-    res = project.results.root
     with serving(create_app(project, {"127.0.0.1"})) as port:
         alice = Client(port).login("alice")
         clips, state = entries(alice)
@@ -52,24 +53,28 @@ def test_the_clip_list_shows_every_change_at_the_next_request(tmp_path):
         assert entries(alice)[0]["film_000"]["labelled"] == 0
         assert alice.post("/api/actions", {"clip_id": "film_000", "person_id": 1, "action": 14, "op": "add"})[0] == 200
         assert entries(alice)[0]["film_000"]["done"] is True
-        # a re-run of the track stage: film_000 has a second person now
-        tracks = res / "tracks" / "film.csv"
-        tracks.write_text(tracks.read_text() + "".join(f"film_000,{f},2,60.00,60.00,200.00,290.00,0.9000\n"
+        # a re-run of the track stage (its files written atomically, as the workflow writes them):
+        # film_000 has a second person now
+        tracks = project.results.index.final_tracks(project.results.clip("film_000").unit)
+        write_text(tracks, tracks.read_text() + "".join(f"film_000,{f},2,60.00,60.00,200.00,290.00,0.9000\n"
                                                        for f in range(1, 91)))
         clips, state = entries(alice)
         assert (clips["film_000"]["persons"], clips["film_000"]["labelled"], clips["film_000"]["done"]) == \
             ([1, 2], 1, False)
         # and of the filter: dancer_000 is rejected now, so it is not on the page
-        decided = res / "filter" / "dancer.tsv"
-        decided.write_text(decided.read_text().replace("dancer_000\t1.0000\t\t1\tkept", "dancer_000\t1.0000\t\t0\tfew_persons"))
+        decided = project.results.index.files(project.results.clip("dancer_000").unit).decisions
+        write_text(decided, decided.read_text().replace("dancer_000\t1.0000\t\t1\tkept",
+                                                        "dancer_000\t1.0000\t\t0\tfew_persons"))
         clips, state = entries(alice)
         assert "dancer_000" not in clips and (state["done"], state["total"]) == (1, len(clips))
     assert json.dumps(state, sort_keys=True) == json.dumps(fresh(project), sort_keys=True)
 
 
-def test_new_clips_and_a_disabled_annotator_are_assigned_at_the_next_state(tmp_path):
+def test_new_clips_and_a_disabled_annotators_clips_join_the_list_at_a_write_or_a_login(tmp_path):
+    """GET never writes (issue 34): what a re-run or a disabled account leaves without an
+    annotator is assigned at the next write or login, and the list shows it from then on."""
     project = make_project(tmp_path, annotators=("alice", "bob", "carol"))
-    res = project.results.root
+    index = project.results.index
     with serving(create_app(project, {"127.0.0.1"})) as port:
         alice = Client(port).login("alice")
         before = set(entries(alice)[0])
@@ -78,12 +83,20 @@ def test_new_clips_and_a_disabled_annotator_are_assigned_at_the_next_state(tmp_p
             accounts.set_active(conn, name, False)
         orphans = [c for c, names in assign.assignments(conn).items() if "alice" not in names]
         assert orphans and not set(orphans) & before
-        assert set(orphans) <= set(entries(alice)[0])  # the next state gives them to alice, the one left
-        # a re-run of the workflow brings a new kept clip
-        manifest = res / "clips" / "film" / "manifest.tsv"
-        last = manifest.read_text().splitlines()[-1].split("\t")
-        manifest.write_text(manifest.read_text() + "\t".join(["film_002", *last[1:3], "2", "6", *last[5:]]) + "\n")
-        decided = res / "filter" / "film.tsv"
-        decided.write_text(decided.read_text() + "film_002\t1.0000\t\t1\tkept\n")
-        assert "film_002" in entries(alice)[0] and assign.annotators_of(conn, "film_002") == ["alice"]
+        assert set(entries(alice)[0]) == before  # a state only reads: nothing assigned yet
+        mine = sorted(before)[0]
+        assert alice.post("/api/actions", {"clip_id": mine, "person_id": 1, "action": 12, "op": "add"})[0] == 200
+        assert set(entries(alice)[0]) == before | set(orphans)  # the write gave them to alice, the one left
+        # a re-run of the workflow brings a new kept clip: listed after the next login
+        files = index.files(project.results.clip("film_000").unit)
+        last = files.manifest.read_text().splitlines()[-1].split("\t")
+        write_text(files.manifest, files.manifest.read_text() + "\t".join(["film_002", *last[1:3], "2", "6", *last[5:]])
+                   + "\n")
+        write_text(files.decisions, files.decisions.read_text() + "film_002\t1.0000\t\t1\tkept\n")
+        assert "film_002" not in entries(alice)[0] and assign.annotators_of(conn, "film_002") == []
+        again = Client(port).login("alice")
+        assert "film_002" in entries(again)[0]
+        clips, state = entries(alice)
+        assert "film_002" in clips and assign.annotators_of(conn, "film_002") == ["alice"]
         conn.close()
+    assert json.dumps(state, sort_keys=True) == json.dumps(fresh(project), sort_keys=True)

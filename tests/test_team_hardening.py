@@ -150,7 +150,7 @@ def test_get_never_writes(team):
     project, port = team
     alice, judy = Client(port).login("alice"), Client(port).login("judy")
     # a re-run of the workflow keeps a clip it rejected before: a new kept clip
-    decisions = Path(project.settings.results) / "filter" / "dancer.tsv"
+    decisions = project.results.index.files(project.results.index.clip("dancer_002").unit).decisions
     decisions.write_text(decisions.read_text().replace("dancer_002\t1.0000\t\t0\tfew_persons",
                                                        "dancer_002\t1.0000\t\t1\tkept"))
     clip = alice.request("GET", "/api/state")[1]["clips"][0]["clip_id"]
@@ -170,6 +170,7 @@ def test_get_never_writes(team):
     conn = project.connect()
     assert conn.execute("SELECT COUNT(*) FROM assignments WHERE clip_id = 'dancer_002'").fetchone()[0] == 2
     conn.close()
+    assert "dancer_002" in {c["clip_id"] for c in alice.request("GET", "/api/state")[1]["clips"]}  # listed from then on
 
 
 def test_names_are_matched_whole(tmp_path):
