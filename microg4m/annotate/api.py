@@ -8,6 +8,7 @@ change the files; nested at most ``guard.MAX_JSON_DEPTH`` deep.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable
 
@@ -72,11 +73,10 @@ def palette_rgb() -> list[str]:
     return [f"rgb({r},{g},{b})" for b, g, r in preview.PALETTE]
 
 
-def clip_state(res: Results, clip, actions: dict, excluded: dict) -> dict:
-    """A clip as the page lists it: its persons, how many have an action (``actions``:
+def clip_state(clip, persons: list[int], actions: dict, excluded: dict) -> dict:
+    """A clip as the page lists it: its ``persons``, how many have an action (``actions``:
     (clip, person) -> ids), its exclusion (``excluded``: clip -> reason) and whether it is
     done (excluded, or every person has an action)."""
-    persons = res.persons(clip.clip_id)
     labelled = [p for p in persons if actions.get((clip.clip_id, p))]
     is_excluded = clip.clip_id in excluded
     return {
@@ -90,6 +90,13 @@ def clip_state(res: Results, clip, actions: dict, excluded: dict) -> dict:
 def clip_boxes(res: Results, clip_id: str) -> dict:
     """Frame -> the tracked boxes drawn on it, as JSON keys and lists."""
     return {str(f): [list(b) for b in bs] for f, bs in sorted(res.boxes(clip_id).items())}
+
+
+def json_with_clips(head: dict, clips: str) -> Response:
+    """``head`` as a JSON object with ``"clips"``: the JSON array text ``clips`` (a list kept
+    between requests as text, not encoded again)."""
+    text = json.dumps(head, separators=(",", ":"))
+    return Response(f'{text[:-1]},"clips":{clips}}}', mimetype="application/json")
 
 
 def inside(path: Path, root: Path) -> Path:

@@ -29,7 +29,7 @@ def install(app: Flask, project, ctx) -> None:
     lists = ClipLists(res)  # each annotator's clip list, made again only where it changed
 
     def my_state(clip, snap: Snapshot, me: str) -> dict:
-        return clip_state(res, clip, snap.layer_actions(me), snap.layer_excluded(me))
+        return clip_state(clip, res.persons(clip.clip_id), snap.layer_actions(me), snap.layer_excluded(me))
 
     @app.get("/")
     def index():
