@@ -3,7 +3,7 @@ production server, on a results folder of MicroG-4M's shape.
 
 ```bash
 python bench/bench_annotate.py                                 # 4,759 clips in 100 units, this checkout
-python bench/bench_annotate.py --clips 47590                   # ten times the clips
+python bench/bench_annotate.py --clips 47590                   # ten times the clips (in 1,000 units)
 python bench/bench_annotate.py --code /tmp/main --code .       # main's code beside this one, same folder
 python bench/bench_annotate.py --stop kill                     # a SIGKILL halfway: nothing acknowledged lost
 python bench/bench_annotate.py --profile                       # where a request's time goes (cProfile)
@@ -165,15 +165,40 @@ class Server:
         return {"rc": rc, "seconds": round(time.perf_counter() - t0, 2), "last_line": tail[0]}
 
 
-def write_config(run: Path, results: Path, code: Path, threads: int) -> Path:
+def login_limits(code: Path, logins: int, threads: int) -> dict:
+    """``team.login`` for the bench, or {} to keep the code's defaults.
+
+    All the bench's users log in from 127.0.0.1, once each, at about the same time. Login
+    throttling (issue 34) counts an attempt against its address before it checks the
+    password and takes it off again when the login succeeds, so at most the logins in
+    flight at once are counted: ``min(logins, threads)``. Only when that reaches the
+    address limit of the code's schema would the bench lock itself out; then the limit is
+    set explicitly, just above it, and said so. A code without throttling (f750555) has
+    no such setting."""
+    schema = yaml.safe_load((code / "microg4m" / "schemas" / "config.schema.yaml").read_text())
+    login = schema["properties"]["team"]["properties"].get("login")
+    if login is None:
+        return {}
+    limit = login["properties"]["address_failures"]["default"]
+    at_once = min(logins, threads)
+    if at_once < limit:
+        return {}
+    print(f"bench_annotate: {logins} logins from 127.0.0.1 ({at_once} at once) reach team.login.address_failures "
+          f"= {limit}: the bench sets it to {at_once + 1}", flush=True)
+    return {"address_failures": at_once + 1}
+
+
+def write_config(run: Path, results: Path, code: Path, threads: int, logins: int) -> Path:
     ann = run / "annotations"
     ann.mkdir(parents=True)
+    team = {"database": str(ann / "team.sqlite"), "report_dir": str(ann / "team"), "server": {"threads": threads}}
+    if limits := login_limits(code, logins, threads):
+        team["login"] = limits
     cfg = {"results": str(results),
            "export": {"actions": str(ann / "actions.csv"), "label_map": str(code / "annotations" / "label_map.pbtxt")},
            "filter": {"screening": str(ann / "screening_excluded.txt")},
            "vqa": {"reviews": str(ann / "vqa_reviews.json")},
-           "team": {"database": str(ann / "team.sqlite"), "report_dir": str(ann / "team"),
-                    "server": {"threads": threads}}}
+           "team": team}
     path = run / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -232,7 +257,7 @@ def one_run(code: Path, folder: dict, args, index: int) -> dict:
     env = code_env(code)
     label = f"{code_rev(code)} ({code})"
     run = Path(args.work) / f"run-{index}-{time.strftime('%Y%m%dT%H%M%S')}"
-    config = write_config(run, Path(folder["root"]), code, args.threads)
+    config = write_config(run, Path(folder["root"]), code, args.threads, args.annotators + 1)
     annotators = [f"ann{i:02d}" for i in range(1, args.annotators + 1)]
     t0 = time.perf_counter()
     for name in annotators:
@@ -344,7 +369,8 @@ def markdown(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clips", type=int, default=4759, help="kept clips (MicroG-4M: 4,759; ten times: 47590)")
-    ap.add_argument("--units", type=int, default=100, help="per-unit folders")
+    ap.add_argument("--units", type=int, default=None,
+                    help="per-unit folders (default: 100 per 4,759 clips, as the paper's shape: 1,000 at 47,590)")
     ap.add_argument("--sources-per-unit", type=int, default=1,
                     help="sources per unit (1: each unit is a source, as sources_per_job 1 or auto on a cluster)")
     ap.add_argument("--jpeg-frames", action="store_true", help="give every clip the export's JPEG frames")
@@ -365,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=str(REPO / "bench" / "out" / "annotate"), help="folders and runs")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "bench_annotate"), help="report (.md, .json)")
     args = ap.parse_args(argv)
+    if args.units is None:
+        args.units = max(1, round(args.clips * 100 / 4759))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench stops its server too (atexit)
     codes = [Path(c).resolve() for c in (args.code or [str(REPO)])]
     work = Path(args.work)
