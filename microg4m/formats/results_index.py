@@ -80,10 +80,14 @@ its persons per clip are worked out then, once. Thread-safe.
   ``clips/``, ``filter/``, ``tracks/``, ``corrected/`` and ``vqa_drafts/``. The workflow
   writes every output atomically (a temporary file renamed over the old one) and Snakemake
   removes a job's outputs before it runs it again; both change the folder's stamp, so a
-  re-run's new decisions, tracks and corrections are seen by the next call. What the folder
-  stamps do not show (a file edited in place, a unit's manifest rewritten under
-  ``clips/<unit>/``, two renames within one tick of the file system's clock) is seen at
-  most ``max_age`` seconds later: that is the staleness bound. Why this and not a stat of
+  re-run's new decisions, tracks and corrections are seen by the next call. A folder
+  changed less than :data:`RACY_SECONDS` before a look may change again within the same
+  tick of the file system's clock without a new stamp, so its stamp is not trusted: the
+  next call looks at every unit again (as git treats a "racily clean" file). What the
+  folder stamps do not show (a file edited in place, a unit's manifest rewritten under
+  ``clips/<unit>/``: its new clips have no decision, so they are not on the pages until the
+  filter's decisions are written) is seen at most ``max_age`` seconds later: that is the
+  staleness bound. Why this and not a stat of
   every file per call: its cost does not grow with the units; not inotify: it is Linux
   only and blind on the network file systems of clusters.
 """
@@ -107,6 +111,7 @@ from microg4m.formats.unit_plan import read_plan
 
 PLAN = "units.tsv"
 WATCHED = ("clips", "filter", "tracks", "corrected", "vqa_drafts")  # folders whose stamps every call looks at
+RACY_SECONDS = 2.0  # a folder changed this recently is looked into again (coarse clocks: ext3, FAT, some NFS)
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 NO_ROWS = np.zeros((0, 6), np.float32)
 
@@ -238,7 +243,7 @@ class ResultsIndex:
             raise ValueError(f"max_age must be >= 0 seconds, got {max_age!r}")
         self.max_age = float(max_age)
         self._lock = threading.RLock()
-        self._watched: tuple | None = None  # stamps of the WATCHED folders at the last look at every unit
+        self._watched: tuple | None = None  # the WATCHED folders' stamps at the last look (None: not trusted)
         self._looked = float("-inf")  # when (time.monotonic) every unit was last looked at
         self._top: tuple | None = None  # stamps of units.tsv and clips/
         self._plan: dict[str, list[str]] | None = None
@@ -402,7 +407,8 @@ class ResultsIndex:
 
     def _fresh_all(self) -> None:
         """Every unit's tables and read tracks checked, or (``max_age``) only the WATCHED
-        folders when every unit was looked at less than ``max_age`` seconds ago."""
+        folders when every unit was looked at less than ``max_age`` seconds ago and none of
+        them has changed since (nor shortly before: RACY_SECONDS)."""
         self._fresh_top()
         watched = tuple(_stat(self.root / d) for d in WATCHED)
         now = time.monotonic()
@@ -414,7 +420,9 @@ class ResultsIndex:
             if self._tracks[u].stamp != self._tracks_stamp(u):
                 del self._tracks[u]  # read again when next asked for
                 self._token += 1
-        self._watched, self._looked = watched, now
+        racy = time.time_ns() - int(RACY_SECONDS * 1e9)
+        self._watched = None if any(st is not None and st[0] >= racy for st in watched) else watched
+        self._looked = now
 
     def _fresh_unit(self, unit: str) -> bool:
         """Re-read a unit when its manifest, decisions or trim status changed; True when it did."""
