@@ -114,9 +114,11 @@ class Server:
         found: list[int] = []
         ready = threading.Event()
         threading.Thread(target=self._ready, args=(found, ready), daemon=True).start()
-        ready.wait(start_timeout)
+        ended = ready.wait(start_timeout)  # set when the server printed its address or ended
         if not found:
             self.kill()
+            if ended:
+                raise RuntimeError(f"the server ended (exit {self.proc.returncode}) before it answered; see {log}")
             raise RuntimeError(f"the server did not start within {start_timeout:g} s; see {log}")
         self.port = found[0]
         self.startup = time.perf_counter() - t0
@@ -395,6 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         args.units = max(1, round(args.clips * 100 / 4759))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench stops its server too (atexit)
     codes = [Path(c).resolve() for c in (args.code or [str(REPO)])]
+    args.work = str(Path(args.work).resolve())  # the server runs in its run folder: every path absolute
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
