@@ -13,8 +13,10 @@ A connection is opened when its first request is sent (the server closes one who
 request head is late: ``team.server.header_timeout``); a keep-alive connection the
 server closed while it was idle (``channel_timeout``) is opened again once, as browsers do.
 
-Every acknowledged write (a 200 answer to a post) is kept as an :class:`Ack` with the
-history seqs the server answered, for the check that each is in the history.
+Every acknowledged write (a 200 answer to a post) is kept as an :class:`Ack` with what the
+server answered of its history row (the adjudicator's writes: the seqs; an annotator's:
+``change``, the number of the row among the annotator's own, as issue 34's blind answers
+say it), for the check that each is in the history.
 """
 
 from __future__ import annotations
@@ -178,7 +180,8 @@ class Ack:
     clip: str
     person: int
     value: object
-    seqs: list[int] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)  # the adjudicator's writes: the history seqs answered
+    change: int | None = None  # an annotator's since issue 34 (blind): the number of its row in its layer
 
 
 class Acks:
@@ -279,7 +282,8 @@ class Annotator(User):
                     reason = "bench: camera shakes"
                     out = self.call("POST", "/api/screening", {"clip_id": clip_id, "excluded": True, "reason": reason})
                     if out is not None:
-                        self.acks.add(Ack(self.name, self.name, "exclusion", clip_id, 0, reason, out.get("seq", [])))
+                        self.acks.add(Ack(self.name, self.name, "exclusion", clip_id, 0, reason, out.get("seq", []),
+                                          out.get("change")))
                 else:
                     for p in clip["persons"]:
                         if not self.more():
@@ -302,7 +306,8 @@ class Annotator(User):
             self.think()
             out = self.call("POST", "/api/actions", {"clip_id": clip_id, "person_id": person, "action": aid, "op": "add"})
             if out is not None:
-                self.acks.add(Ack(self.name, self.name, "actions", clip_id, person, out["actions"], out.get("seq", [])))
+                self.acks.add(Ack(self.name, self.name, "actions", clip_id, person, out["actions"],
+                                  out.get("seq", []), out.get("change")))
 
     def caption(self, clip_id: str) -> None:
         self.think()
@@ -318,7 +323,7 @@ class Annotator(User):
             "reviewed": True, "base": entry.get("updated"), "from_draft": False}
         out = self.call("POST", "/api/vqa", body)
         if out is not None:
-            self.acks.add(Ack(self.name, self.name, "text", clip_id, 0, caption, out.get("seq", [])))
+            self.acks.add(Ack(self.name, self.name, "text", clip_id, 0, caption, out.get("seq", []), out.get("change")))
 
 
 def _spread(pool: ThreadPoolExecutor, conns: list[Http], clip_id: str, frames: int) -> list:

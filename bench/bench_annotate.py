@@ -210,33 +210,48 @@ def write_config(run: Path, results: Path, code: Path, threads: int, logins: int
 
 
 def verify(db: Path, acks: list[ac.Ack]) -> dict:
-    """Every acknowledged write's history rows exist, the first with the value answered."""
+    """Every acknowledged write's history row exists with the value answered: the rows of
+    the seqs answered (the adjudicator's), or the ``change``-th row of the annotator's layer."""
     conn = sqlite3.connect(db)  # opening recovers the write-ahead log after a SIGKILL
     try:
         rows = {r[0]: r[1:] for r in conn.execute("SELECT seq, who, layer, kind, clip_id, person_id, after FROM changes")}
     finally:
         conn.close()
+    of_layer: dict[str, list[int]] = {}
+    for seq in sorted(rows):
+        of_layer.setdefault(rows[seq][1], []).append(seq)
     missing, wrong, with_rows = [], [], 0
     for a in acks:
-        if not a.seqs:
+        if a.change is not None:
+            mine = of_layer.get(a.layer, [])
+            seqs = [mine[a.change - 1]] if 0 < a.change <= len(mine) else []
+            if not seqs:
+                missing.append(f"{a.who} {a.kind} {a.clip} p{a.person}: change {a.change} of {len(mine)} rows")
+                with_rows += 1
+                continue
+        else:
+            seqs = a.seqs
+        if not seqs:
             continue  # acknowledged without a change (the value was already so)
         with_rows += 1
-        gone = [s for s in a.seqs if s not in rows]
+        gone = [s for s in seqs if s not in rows]
         if gone:
             missing.append(f"{a.who} {a.kind} {a.clip} p{a.person}: seqs {gone}")
             continue
-        who, layer, kind, clip, person, after = rows[a.seqs[0]]
+        who, layer, kind, clip, person, after = rows[seqs[0]]
         value = json.loads(after) if after is not None else None
         if a.kind == "final":
             ok = clip == a.clip and any(rows[s][2] == "resolved" and json.loads(rows[s][5] or "null") == a.value
-                                        for s in a.seqs)
+                                        for s in seqs)
         elif a.kind == "text":
             ok = (who, layer, kind, clip) == (a.who, a.layer, "text", a.clip) and value["caption"] == a.value
+        elif a.kind == "exclusion":
+            ok = (who, layer, kind, clip) == (a.who, a.layer, "exclusion", a.clip) and value == a.value
         else:
             ok = (who, layer, kind, clip, person) == (a.who, a.layer, a.kind, a.clip, a.person) and \
                 value == (a.value if a.value != [] else None)
         if not ok:
-            wrong.append(f"{a.who} {a.kind} {a.clip} p{a.person}: history has {rows[a.seqs[0]]}, answered {a.value}")
+            wrong.append(f"{a.who} {a.kind} {a.clip} p{a.person}: history has {rows[seqs[0]]}, answered {a.value}")
     return {"acknowledged": len(acks), "with_history_rows": with_rows, "history_rows": len(rows),
             "missing": len(missing), "wrong": len(wrong), "examples": (missing + wrong)[:5]}
 
