@@ -87,9 +87,9 @@ its persons per clip are worked out then, once. Thread-safe.
   folder stamps do not show (a file edited in place, a unit's manifest rewritten under
   ``clips/<unit>/``: its new clips have no decision, so they are not on the pages until the
   filter's decisions are written) is seen at most ``max_age`` seconds later: that is the
-  staleness bound. Why this and not a stat of
-  every file per call: its cost does not grow with the units; not inotify: it is Linux
-  only and blind on the network file systems of clusters.
+  staleness bound. Why this and not a stat of every file per call: its cost does not grow
+  with the units; not inotify: it is Linux only and blind on the network file systems of
+  clusters.
 """
 
 from __future__ import annotations
