@@ -243,6 +243,7 @@ class ResultsIndex:
             raise ValueError(f"max_age must be >= 0 seconds, got {max_age!r}")
         self.max_age = float(max_age)
         self._lock = threading.RLock()
+        self._files: dict[str, UnitFiles] = {}
         self._watched: tuple | None = None  # the WATCHED folders' stamps at the last look (None: not trusted)
         self._looked = float("-inf")  # when (time.monotonic) every unit was last looked at
         self._top: tuple | None = None  # stamps of units.tsv and clips/
@@ -278,7 +279,10 @@ class ResultsIndex:
         raise KeyError(f"{source_id!r} is no source of {self.root} (units: {', '.join(self.units()) or 'none'})")
 
     def files(self, unit: str) -> UnitFiles:
-        return unit_files(self.root, unit)
+        got = self._files.get(unit)
+        if got is None:  # made once per unit: a look at every unit costs its stats, not 19 paths a unit
+            got = self._files[unit] = unit_files(self.root, unit)
+        return got
 
     def final_tracks(self, unit: str) -> Path:
         return self.files(unit).final_tracks
