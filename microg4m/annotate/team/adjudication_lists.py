@@ -50,6 +50,7 @@ class _Kept:
         self.key: tuple | None = None  # (index token, assigned, annotators) of the parts
         self.parts: dict = {}  # clip -> (part, inputs it was made from, entry JSON)
         self.text: str | None = None  # the last list's JSON array (None: to be made)
+        self.order: list | None = None  # the clips of the parts, sorted (None: to be sorted again)
 
     def changes(self, conn: sqlite3.Connection):
         """(view, assigned, annotators, the clips to look at, the history seq now)."""
@@ -67,16 +68,26 @@ class _Kept:
             for c in [c for c in self.parts if c not in assigned]:
                 self.drop(c)
         else:
-            look = changed & set(assigned)
+            look = {c for c in changed if c in assigned}
         return view, assigned, annotators, look, changed, top, key
 
+    def keep(self, clip: str, kept: tuple) -> None:
+        """``kept``: (part, the inputs it was made from, its entry JSON)."""
+        if clip not in self.parts:
+            self.order = None
+        self.parts[clip] = kept
+        self.text = None
+
     def drop(self, clip: str) -> None:
-        self.parts.pop(clip, None)
+        if self.parts.pop(clip, None) is not None:
+            self.order = None
         self.text = None
 
     def listing(self) -> str:
+        if self.order is None:
+            self.order = sorted(self.parts)
         if self.text is None:
-            self.text = "[" + ",".join(self.parts[c][2] for c in sorted(self.parts)) + "]"
+            self.text = "[" + ",".join([self.parts[c][2] for c in self.order]) + "]"
         return self.text
 
 
@@ -95,7 +106,7 @@ class ActionAdjudication(_Kept):
         with self.lock:
             view, assigned, annotators, look, changed, top, key = self.changes(conn)
             if self.sums is None or self.sums.annotators != annotators:  # the files compared changed
-                self.sums, self.parts, look = report.Sums(annotators), {}, set(assigned)
+                self.sums, self.parts, self.order, look = report.Sums(annotators), {}, None, set(assigned)
                 self.text = self.figures = None
             stale = []
             for c in look:
@@ -125,8 +136,8 @@ class ActionAdjudication(_Kept):
         if old is not None:
             self.sums.add(old[0], -1)
         self.sums.add(part)
-        self.parts[clip] = (part, inputs, entry)
-        self.text = self.figures = None
+        self.keep(clip, (part, inputs, entry))
+        self.figures = None
 
     def drop(self, clip: str) -> None:
         old = self.parts.get(clip)
@@ -153,7 +164,7 @@ class TextAdjudication(_Kept):
             view, assigned, annotators, look, changed, top, key = self.changes(conn)
             drafts = self.project.drafts()
             if self.reviewers != annotators:
-                self.reviewers, self.parts, look = annotators, {}, set(assigned)
+                self.reviewers, self.parts, self.order, look = annotators, {}, None, set(assigned)
                 self.text = self.figures = None
             if drafts is not self.drafts:  # a drafts file was read again
                 self.drafts, look = drafts, set(assigned)
@@ -168,9 +179,9 @@ class TextAdjudication(_Kept):
             for c, (names, draft) in stale:
                 ct = texts.get(c, empty) if texts is not None else vqa_review.read_clip(conn, c)
                 part = text_agreement.clip_part(c, ct, names, draft, annotators)
-                self.parts[c] = (part, (names, draft), _dumps({
-                    "clip_id": c, "status": part.status, "reviewers": part.names, "final_by": part.final_by}))
-                self.text = self.figures = None
+                self.keep(c, (part, (names, draft), _dumps({
+                    "clip_id": c, "status": part.status, "reviewers": part.names, "final_by": part.final_by})))
+                self.figures = None
             self.seq, self.key = top, key
             if self.figures is None:
                 self.counts = {s: 0 for s in vqa_review.STATUSES}

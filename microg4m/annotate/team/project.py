@@ -48,7 +48,9 @@ class Project:
         """clip -> its active annotators, for the clips on the page (the same object while the
         clips, the assignments and the accounts are unchanged; do not change it)."""
         clips = self.results.clips()
-        stamp = (tuple(conn.execute("SELECT COUNT(*), COALESCE(MAX(rowid), 0) FROM assignments").fetchone()),
+        # assignments are only ever added (assign.assign inserts; nothing deletes one), so the
+        # last rowid stands for them all: an index look-up, where COUNT(*) read the whole table
+        stamp = (conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM assignments").fetchone()[0],
                  tuple(tuple(r) for r in conn.execute("SELECT name, active FROM users ORDER BY name")))
         with self._lock:
             if self._assigned[0] is clips and self._assigned[1] == stamp:
