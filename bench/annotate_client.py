@@ -1,14 +1,22 @@
 """The clients of bench_annotate.py: annotators and an adjudicator driving the team pages
 over real HTTP, as the pages' scripts do (not part of the pipeline).
 
-How a client logs in is in :func:`add_account` and :func:`login` only (today's main:
-accounts made with ``microg4m team user add --password-stdin``; a login form with a CSRF
-token and a login cookie, a session cookie, the session's CSRF token in the page's
-``<meta name="csrf-token">``, sent as ``X-CSRF-Token`` on every post). When logins
-change, adapt those two functions.
+How a client logs in is in :func:`add_account` and :func:`login` only, the same for main
+before issue 33 (f750555) and after issue 34: accounts made with ``microg4m team user add
+--password-stdin`` (a 33-character random password per account, which issue 34's rules
+take: 12 characters, zxcvbn strength 3); a login form with a CSRF token and a login
+cookie, a session cookie, the session's CSRF token in the page's ``<meta
+name="csrf-token">``, sent as ``X-CSRF-Token`` on every post. Each user logs in once; its
+frame connections share the session. When logins change, adapt those two functions.
 
-Every acknowledged write (a 200 answer to a post) is kept as an :class:`Ack` with the
-history seqs the server answered, for the check that each is in the history.
+A connection is opened when its first request is sent (the server closes one whose
+request head is late: ``team.server.header_timeout``); a keep-alive connection the
+server closed while it was idle (``channel_timeout``) is opened again once, as browsers do.
+
+Every acknowledged write (a 200 answer to a post) is kept as an :class:`Ack` with what the
+server answered of its history row (the adjudicator's writes: the seqs; an annotator's:
+``change``, the number of the row among the annotator's own, as issue 34's blind answers
+say it), for the check that each is in the history.
 """
 
 from __future__ import annotations
@@ -122,18 +130,29 @@ class Http:
         if method != "GET" and self.csrf:
             headers["X-CSRF-Token"] = self.csrf
         t0 = time.perf_counter()
-        try:
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
-            self.conn.request(method, path, body=data, headers=headers)
-            resp = self.conn.getresponse()
-            raw = resp.read()
-            status, out_headers = resp.status, [(k.lower(), v) for k, v in resp.getheaders()]
-            if resp.will_close:
+        for again in (False, True):
+            reused = self.conn is not None
+            try:
+                if self.conn is None:
+                    self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=self.timeout)
+                self.conn.request(method, path, body=data, headers=headers)
+                resp = self.conn.getresponse()
+                raw = resp.read()
+                status, out_headers = resp.status, [(k.lower(), v) for k, v in resp.getheaders()]
+                if resp.will_close:
+                    self.close()
+                break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                # the server closed a keep-alive connection while it was idle (channel_timeout):
+                # once more on a new connection, as browsers do
                 self.close()
-        except (OSError, http.client.HTTPException):
-            self.close()
-            status, raw, out_headers = 0, b"", []
+                if reused and not again:
+                    continue
+                status, raw, out_headers = 0, b"", []
+            except (OSError, http.client.HTTPException):
+                self.close()
+                status, raw, out_headers = 0, b"", []
+                break
         if record:
             self.rec.add(kind_of(method, path.split("?", 1)[0]), time.perf_counter() - t0, status)
         return status, raw, out_headers
@@ -161,7 +180,8 @@ class Ack:
     clip: str
     person: int
     value: object
-    seqs: list[int] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)  # the adjudicator's writes: the history seqs answered
+    change: int | None = None  # an annotator's since issue 34 (blind): the number of its row in its layer
 
 
 class Acks:
@@ -262,7 +282,8 @@ class Annotator(User):
                     reason = "bench: camera shakes"
                     out = self.call("POST", "/api/screening", {"clip_id": clip_id, "excluded": True, "reason": reason})
                     if out is not None:
-                        self.acks.add(Ack(self.name, self.name, "exclusion", clip_id, 0, reason, out.get("seq", [])))
+                        self.acks.add(Ack(self.name, self.name, "exclusion", clip_id, 0, reason, out.get("seq", []),
+                                          out.get("change")))
                 else:
                     for p in clip["persons"]:
                         if not self.more():
@@ -285,7 +306,8 @@ class Annotator(User):
             self.think()
             out = self.call("POST", "/api/actions", {"clip_id": clip_id, "person_id": person, "action": aid, "op": "add"})
             if out is not None:
-                self.acks.add(Ack(self.name, self.name, "actions", clip_id, person, out["actions"], out.get("seq", [])))
+                self.acks.add(Ack(self.name, self.name, "actions", clip_id, person, out["actions"],
+                                  out.get("seq", []), out.get("change")))
 
     def caption(self, clip_id: str) -> None:
         self.think()
@@ -301,7 +323,7 @@ class Annotator(User):
             "reviewed": True, "base": entry.get("updated"), "from_draft": False}
         out = self.call("POST", "/api/vqa", body)
         if out is not None:
-            self.acks.add(Ack(self.name, self.name, "text", clip_id, 0, caption, out.get("seq", [])))
+            self.acks.add(Ack(self.name, self.name, "text", clip_id, 0, caption, out.get("seq", []), out.get("change")))
 
 
 def _spread(pool: ThreadPoolExecutor, conns: list[Http], clip_id: str, frames: int) -> list:

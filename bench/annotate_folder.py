@@ -101,9 +101,10 @@ def build(root: Path, clips: int, units: int, sources_per_unit: int, work: Path,
     """Build (or reuse) the results folder ``root``; returns its description."""
     args = {"clips": clips, "units": units, "sources_per_unit": sources_per_unit, "jpeg_frames": jpeg_frames,
             "seed": seed, "version": 2}
+    root, work = Path(root).resolve(), Path(work).resolve()  # the server runs in another folder
     stamp = root / "bench_build.json"
     if stamp.is_file() and json.loads(stamp.read_text()).get("args") == args:
-        return json.loads(stamp.read_text())
+        return {**json.loads(stamp.read_text()), "root": str(root)}  # the folder may have been moved
     if root.exists():
         shutil.rmtree(root)
     rng = random.Random(seed)

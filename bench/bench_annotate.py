@@ -3,7 +3,7 @@ production server, on a results folder of MicroG-4M's shape.
 
 ```bash
 python bench/bench_annotate.py                                 # 4,759 clips in 100 units, this checkout
-python bench/bench_annotate.py --clips 47590                   # ten times the clips
+python bench/bench_annotate.py --clips 47590                   # ten times the clips (in 1,000 units)
 python bench/bench_annotate.py --code /tmp/main --code .       # main's code beside this one, same folder
 python bench/bench_annotate.py --stop kill                     # a SIGKILL halfway: nothing acknowledged lost
 python bench/bench_annotate.py --profile                       # where a request's time goes (cProfile)
@@ -114,9 +114,11 @@ class Server:
         found: list[int] = []
         ready = threading.Event()
         threading.Thread(target=self._ready, args=(found, ready), daemon=True).start()
-        ready.wait(start_timeout)
+        ended = ready.wait(start_timeout)  # set when the server printed its address or ended
         if not found:
             self.kill()
+            if ended:
+                raise RuntimeError(f"the server ended (exit {self.proc.returncode}) before it answered; see {log}")
             raise RuntimeError(f"the server did not start within {start_timeout:g} s; see {log}")
         self.port = found[0]
         self.startup = time.perf_counter() - t0
@@ -165,15 +167,40 @@ class Server:
         return {"rc": rc, "seconds": round(time.perf_counter() - t0, 2), "last_line": tail[0]}
 
 
-def write_config(run: Path, results: Path, code: Path, threads: int) -> Path:
+def login_limits(code: Path, logins: int, threads: int) -> dict:
+    """``team.login`` for the bench, or {} to keep the code's defaults.
+
+    All the bench's users log in from 127.0.0.1, once each, at about the same time. Login
+    throttling (issue 34) counts an attempt against its address before it checks the
+    password and takes it off again when the login succeeds, so at most the logins in
+    flight at once are counted: ``min(logins, threads)``. Only when that reaches the
+    address limit of the code's schema would the bench lock itself out; then the limit is
+    set explicitly, just above it, and said so. A code without throttling (f750555) has
+    no such setting."""
+    schema = yaml.safe_load((code / "microg4m" / "schemas" / "config.schema.yaml").read_text())
+    login = schema["properties"]["team"]["properties"].get("login")
+    if login is None:
+        return {}
+    limit = login["properties"]["address_failures"]["default"]
+    at_once = min(logins, threads)
+    if at_once < limit:
+        return {}
+    print(f"bench_annotate: {logins} logins from 127.0.0.1 ({at_once} at once) reach team.login.address_failures "
+          f"= {limit}: the bench sets it to {at_once + 1}", flush=True)
+    return {"address_failures": at_once + 1}
+
+
+def write_config(run: Path, results: Path, code: Path, threads: int, logins: int) -> Path:
     ann = run / "annotations"
     ann.mkdir(parents=True)
+    team = {"database": str(ann / "team.sqlite"), "report_dir": str(ann / "team"), "server": {"threads": threads}}
+    if limits := login_limits(code, logins, threads):
+        team["login"] = limits
     cfg = {"results": str(results),
            "export": {"actions": str(ann / "actions.csv"), "label_map": str(code / "annotations" / "label_map.pbtxt")},
            "filter": {"screening": str(ann / "screening_excluded.txt")},
            "vqa": {"reviews": str(ann / "vqa_reviews.json")},
-           "team": {"database": str(ann / "team.sqlite"), "report_dir": str(ann / "team"),
-                    "server": {"threads": threads}}}
+           "team": team}
     path = run / "config.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -183,33 +210,48 @@ def write_config(run: Path, results: Path, code: Path, threads: int) -> Path:
 
 
 def verify(db: Path, acks: list[ac.Ack]) -> dict:
-    """Every acknowledged write's history rows exist, the first with the value answered."""
+    """Every acknowledged write's history row exists with the value answered: the rows of
+    the seqs answered (the adjudicator's), or the ``change``-th row of the annotator's layer."""
     conn = sqlite3.connect(db)  # opening recovers the write-ahead log after a SIGKILL
     try:
         rows = {r[0]: r[1:] for r in conn.execute("SELECT seq, who, layer, kind, clip_id, person_id, after FROM changes")}
     finally:
         conn.close()
+    of_layer: dict[str, list[int]] = {}
+    for seq in sorted(rows):
+        of_layer.setdefault(rows[seq][1], []).append(seq)
     missing, wrong, with_rows = [], [], 0
     for a in acks:
-        if not a.seqs:
+        if a.change is not None:
+            mine = of_layer.get(a.layer, [])
+            seqs = [mine[a.change - 1]] if 0 < a.change <= len(mine) else []
+            if not seqs:
+                missing.append(f"{a.who} {a.kind} {a.clip} p{a.person}: change {a.change} of {len(mine)} rows")
+                with_rows += 1
+                continue
+        else:
+            seqs = a.seqs
+        if not seqs:
             continue  # acknowledged without a change (the value was already so)
         with_rows += 1
-        gone = [s for s in a.seqs if s not in rows]
+        gone = [s for s in seqs if s not in rows]
         if gone:
             missing.append(f"{a.who} {a.kind} {a.clip} p{a.person}: seqs {gone}")
             continue
-        who, layer, kind, clip, person, after = rows[a.seqs[0]]
+        who, layer, kind, clip, person, after = rows[seqs[0]]
         value = json.loads(after) if after is not None else None
         if a.kind == "final":
             ok = clip == a.clip and any(rows[s][2] == "resolved" and json.loads(rows[s][5] or "null") == a.value
-                                        for s in a.seqs)
+                                        for s in seqs)
         elif a.kind == "text":
             ok = (who, layer, kind, clip) == (a.who, a.layer, "text", a.clip) and value["caption"] == a.value
+        elif a.kind == "exclusion":
+            ok = (who, layer, kind, clip) == (a.who, a.layer, "exclusion", a.clip) and value == a.value
         else:
             ok = (who, layer, kind, clip, person) == (a.who, a.layer, a.kind, a.clip, a.person) and \
                 value == (a.value if a.value != [] else None)
         if not ok:
-            wrong.append(f"{a.who} {a.kind} {a.clip} p{a.person}: history has {rows[a.seqs[0]]}, answered {a.value}")
+            wrong.append(f"{a.who} {a.kind} {a.clip} p{a.person}: history has {rows[seqs[0]]}, answered {a.value}")
     return {"acknowledged": len(acks), "with_history_rows": with_rows, "history_rows": len(rows),
             "missing": len(missing), "wrong": len(wrong), "examples": (missing + wrong)[:5]}
 
@@ -232,7 +274,7 @@ def one_run(code: Path, folder: dict, args, index: int) -> dict:
     env = code_env(code)
     label = f"{code_rev(code)} ({code})"
     run = Path(args.work) / f"run-{index}-{time.strftime('%Y%m%dT%H%M%S')}"
-    config = write_config(run, Path(folder["root"]), code, args.threads)
+    config = write_config(run, Path(folder["root"]), code, args.threads, args.annotators + 1)
     annotators = [f"ann{i:02d}" for i in range(1, args.annotators + 1)]
     t0 = time.perf_counter()
     for name in annotators:
@@ -344,7 +386,8 @@ def markdown(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--clips", type=int, default=4759, help="kept clips (MicroG-4M: 4,759; ten times: 47590)")
-    ap.add_argument("--units", type=int, default=100, help="per-unit folders")
+    ap.add_argument("--units", type=int, default=None,
+                    help="per-unit folders (default: 100 per 4,759 clips, as the paper's shape: 1,000 at 47,590)")
     ap.add_argument("--sources-per-unit", type=int, default=1,
                     help="sources per unit (1: each unit is a source, as sources_per_job 1 or auto on a cluster)")
     ap.add_argument("--jpeg-frames", action="store_true", help="give every clip the export's JPEG frames")
@@ -365,8 +408,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", default=str(REPO / "bench" / "out" / "annotate"), help="folders and runs")
     ap.add_argument("--out", default=str(REPO / "bench" / "out" / "bench_annotate"), help="report (.md, .json)")
     args = ap.parse_args(argv)
+    if args.units is None:
+        args.units = max(1, round(args.clips * 100 / 4759))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a stopped bench stops its server too (atexit)
     codes = [Path(c).resolve() for c in (args.code or [str(REPO)])]
+    args.work = str(Path(args.work).resolve())  # the server runs in its run folder: every path absolute
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -6,7 +6,8 @@ test says so, to hold a decode after its third frame. Over real HTTP (waitress i
 thread): two annotators opening the same evicted clip cause one decode; a decode in
 progress holds up neither the frames already decoded nor other clips; the cache keeps at
 most its bytes; the export's JPEG frames (the frames stage, real ffmpeg) are served as
-they are, and a clip file made again afterwards is decoded, not served stale.
+they are, and a clip file made again afterwards is decoded, not served stale; a frame the
+browser has (its entity tag) is answered 304 without a decode.
 """
 
 from __future__ import annotations
@@ -213,12 +214,13 @@ def test_a_clip_that_cannot_be_decoded_is_an_error_and_nothing_is_kept(tmp_path,
 # ---------------------------------------------------------------- the export's JPEG frames
 
 
-def export_frames(res: Path) -> Path:
+def export_frames(res: Path) -> ResultsIndex:
     """The frames stage over each unit of the results folder (real ffmpeg), as the workflow runs it."""
     index = ResultsIndex(res)
     for unit in index.units():
-        frames_stage.run(index.files(unit).manifest, index.files(unit).decisions, res / "frames")
-    return res / "frames"
+        f = index.files(unit)
+        frames_stage.run(f.manifest, f.decisions, f.frames_dir, f.frames_done)
+    return index
 
 
 def test_the_exports_jpeg_frames_are_served_without_decoding(tmp_path, clip_video, decodes):
@@ -232,7 +234,7 @@ def test_the_exports_jpeg_frames_are_served_without_decoding(tmp_path, clip_vide
     for n, shown in before.items():
         r = c.get(f"/clip/dancer_000/frame/{n}.jpg")
         assert r.status_code == 200 and r.mimetype == "image/jpeg"
-        assert r.data == (out / "dancer_000" / f"dancer_000_{n:06d}.jpg").read_bytes()  # the file's bytes
+        assert r.data == (out.clip_files("dancer_000").frames_dir / f"dancer_000_{n:06d}.jpg").read_bytes()  # the file's bytes
         assert np.abs(image(r.data) - image(shown)).mean() < 4  # the frame the page showed before
     assert c.get("/clip/dancer_000/frame/91.jpg").status_code == 404
     assert decodes.count["dancer_000"] == 1  # only to answer frame 91 (no such file): none for the others
@@ -256,12 +258,45 @@ def test_a_clip_made_again_is_not_served_stale(tmp_path, clip_video, decodes):
     # the export's JPEG frames, then the clip made again: the JPEGs are older than the clip, not used
     out = export_frames(res)
     exported = c.get("/clip/dancer_001/frame/1.jpg").data
-    assert exported == (out / "dancer_001" / "dancer_001_000001.jpg").read_bytes()
+    assert exported == (out.clip_files("dancer_001").frames_dir / "dancer_001_000001.jpg").read_bytes()
     again = make_clip(get_footage("dancer"), tmp_path / "first.mp4", extra=("-vf", f"scale={size[0]}:-2"))
     os.replace(again, clip)
     third = c.get("/clip/dancer_001/frame/1.jpg").data
     assert third != exported and np.abs(image(third) - decoded(clip, 1)).mean() < 4
     assert np.abs(image(exported) - decoded(clip, 1)).mean() > 3 * np.abs(image(third) - decoded(clip, 1)).mean()
+
+
+def test_a_frame_the_browser_has_is_answered_304_without_a_read_or_a_decode(tmp_path, clip_video, decodes):
+    """The page's frames carry an entity tag made from stamps; a browser that sends it back
+    gets 304 and costs nothing, until the clip (or the export's frame) is made again."""
+    video, size = clip_video
+    app, res, ann = make_app(tmp_path, clip_video)
+    first = token_client(app).get("/clip/dancer_001/frame/5.jpg")
+    tag = first.headers["ETag"]
+    assert first.status_code == 200 and tag and decodes.count["dancer_001"] == 1
+
+    def again(etag: str):  # a fresh server (nothing cached): only the tag can spare a decode
+        c = token_client(create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"),
+                                    str(LABEL_MAP)))
+        return c.get("/clip/dancer_001/frame/5.jpg", headers={"If-None-Match": etag})
+
+    r = again(tag)
+    assert (r.status_code, r.data, r.headers["ETag"]) == (304, b"", tag)
+    assert decodes.count["dancer_001"] == 1  # nothing decoded
+    assert again('"another"').status_code == 200 and decodes.count["dancer_001"] == 2
+    # a re-run makes the clip again: the old tag no longer matches
+    from conftest import get_footage, make_clip
+
+    os.replace(make_clip(get_footage("dancer"), tmp_path / "later.mp4", start=4.0,
+                         extra=("-vf", f"scale={size[0]}:-2")), clip_path(res, "dancer_001"))
+    r = again(tag)
+    assert r.status_code == 200 and r.headers["ETag"] != tag and r.data != first.data
+    # the export's JPEG frames: the file's own tag
+    out = export_frames(res)
+    r = again(r.headers["ETag"])
+    assert r.status_code == 200 and r.data == (out.clip_files("dancer_001").frames_dir / "dancer_001_000005.jpg").read_bytes()
+    decoded_so_far = decodes.count["dancer_001"]
+    assert again(r.headers["ETag"]).status_code == 304 and decodes.count["dancer_001"] == decoded_so_far
 
 
 def test_the_frame_cache_size_is_a_setting(tmp_path, clip_video):

@@ -21,6 +21,7 @@ from microg4m.annotate.app import create_app
 from microg4m.annotate.errors import Refused
 from microg4m.annotate.results import Results
 from microg4m.annotate.store import Store
+from microg4m.common.atomic import write_text
 from microg4m.formats.manifest import write_manifest
 from microg4m.formats.results_index import ResultsIndex
 from microg4m.formats.unit_plan import write_plan
@@ -321,6 +322,34 @@ def test_api_state_clip_and_changes(client):
     assert c.get("/api/clips/dancer_000").get_json()["actions"] == {"1": [12], "2": [14]}
     assert (ann / "actions.csv").read_text().splitlines()[1:] == ["dancer_000,r,1,12", "dancer_000,r,2,14"]
     assert (ann / "screening_excluded.txt").read_text().splitlines()[-1] == "dancer_001  # blurry"
+
+
+def test_a_changed_track_file_decision_or_label_file_is_seen_by_the_next_state(tmp_path, clip_video):
+    """The page keeps its clip list between requests (made again when the index's token or a
+    label file changed): a re-run of track or filter (files written atomically, as the
+    workflow writes them) and a label file written by another process show at the next
+    /api/state, which is then the one a fresh page gives."""
+    app, res, ann = make_app(tmp_path, clip_video)
+    c = token_client(app)
+
+    def clips(client=c) -> dict:
+        return {x["clip_id"]: x for x in client.get("/api/state").get_json()["clips"]}
+
+    assert clips()["film_000"]["persons"] == [1]
+    index = ResultsIndex(res)
+    tracks = index.final_tracks(index.clip("film_000").unit)
+    write_text(tracks, tracks.read_text() + "".join(f"film_000,{f},2,60.00,60.00,200.00,290.00,0.9000\n"
+                                                   for f in range(1, 91)))
+    assert clips()["film_000"]["persons"] == [1, 2]
+    decisions = index.files(index.clip("dancer_001").unit).decisions
+    write_text(decisions, decisions.read_text().replace("dancer_001\t1.0000\t\t1\tkept",
+                                                        "dancer_001\t0.3000\t\t0\tfew_persons"))
+    assert "dancer_001" not in clips()
+    write_text(ann / "actions.csv", "video_id,movie_or_real,person_id,action\nfilm_000,m,1,12\n")  # another process
+    assert clips()["film_000"]["labelled"] == 1
+    fresh = token_client(create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"),
+                                    str(LABEL_MAP)))
+    assert clips() == clips(fresh)
 
 
 def test_frames_are_the_clips_frames(client, clip_video, tmp_path):

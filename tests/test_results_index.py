@@ -7,13 +7,19 @@ auto``), the layout of one source per job an extra case.
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 
 import pytest
 
+from microg4m.common.atomic import write_text
 from microg4m.formats import results_index
-from microg4m.formats.results_index import ResultsIndex
+from microg4m.formats.decisions import read_decisions
+from microg4m.formats.manifest import read_manifest
+from microg4m.formats.results_index import WATCHED, ResultsIndex
 from microg4m.formats.tracks import read_tracks
+from microg4m.formats.unit_plan import read_plan
 from test_annotate_store import PER_SOURCE, UNITS, build_results
 
 UNIT = "batch00000"
@@ -200,3 +206,118 @@ def test_a_new_plan_is_seen_by_the_next_call_before_the_workflow_ran_it(tmp_path
         "(a re-plan not run yet); ignored",
         f"{res / 'clips' / UNIT / 'manifest.tsv'}: film_001: source 'film' is not of unit {UNIT} in {plan} "
         "(a re-plan not run yet); ignored"]
+
+
+# ---------------------------------------------------------------- a long-running server's index (max_age)
+
+
+def fresh_read(root) -> dict[str, tuple]:
+    """clip -> (unit, source, trim status, keep, reason, persons), read straight from the
+    folder's files with the format readers (the plan; each unit's manifest, decisions and
+    final tracks: corrected/ when written), not through the index."""
+    out = {}
+    for unit, sources in read_plan(root / "units.tsv").items():
+        decided = {}
+        if (root / "filter" / f"{unit}.tsv").is_file():
+            d = read_decisions(root / "filter" / f"{unit}.tsv")
+            decided = {c: (k.strip() == "1", r.strip()) for c, k, r in zip(d["clip_id"], d["keep"], d["reason"])}
+        tracks = root / "corrected" / f"{unit}.csv"
+        tracks = tracks if tracks.is_file() else root / "tracks" / f"{unit}.csv"
+        persons = track_file_persons(tracks) if tracks.is_file() else {}
+        for r in read_manifest(root / "clips" / unit / "manifest.tsv").itertuples():
+            if r.source_id in sources:
+                out[r.clip_id] = (unit, r.source_id, r.status, *decided.get(r.clip_id, (None, "")),
+                                  persons.get(r.clip_id, []))
+    return dict(sorted(out.items()))
+
+
+def seen(index: ResultsIndex) -> dict[str, tuple]:
+    """The same, as the index's view gives it (what the pages list)."""
+    view = index.view()
+    return {c: (x.unit, x.source_id, x.status, x.keep, x.reason, view.persons(c)) for c, x in view.clips.items()}
+
+
+def settle(root, index: ResultsIndex) -> None:
+    """Let the folders age (as they do between a workflow's runs) and the index take their
+    stamps: from now on, only a change of a folder's stamp shows it a change."""
+    old = time.time() - 60
+    for d in WATCHED:
+        if (root / d).exists():
+            os.utime(root / d, (old, old))
+    index.view()
+
+
+@pytest.mark.parametrize("units", [UNITS, PER_SOURCE], ids=["auto", "per-source"])
+def test_a_servers_index_gives_the_same_clips_and_persons_as_a_fresh_read_of_the_folder(tmp_path, units):
+    """A server's index (a look at every unit at most once an hour here: only the folders'
+    stamps can show it a change) after each change a re-run of the workflow makes, its files
+    written atomically as the workflow writes them."""
+    root = build_results(tmp_path / "results", units=units)
+    index = ResultsIndex(root, max_age=3600)
+    assert seen(index) == fresh_read(root) and len(fresh_read(root)) == 5
+    f = index.files(index.clip("dancer_000").unit)
+    lines = f.tracks.read_text().splitlines()
+    changes = [  # (what, file, its new text)
+        ("track: person 2 of dancer_000 gone", f.tracks,
+         "".join(ln + "\n" for ln in lines if not (ln.startswith("dancer_000,") and ln.split(",")[2] == "2"))),
+        ("CVAT corrections: person 3 in dancer_000", f.corrected,
+         "\n".join(lines) + "\ndancer_000,5,3,1.00,2.00,30.00,40.00,1.0000\n"),
+        ("filter: dancer_001 rejected", f.decisions,
+         f.decisions.read_text().replace("dancer_001\t1.0000\t\t1\tkept", "dancer_001\t0.3000\t\t0\tfew_persons")),
+        ("trim: a new clip, no decision yet", f.manifest,
+         f.manifest.read_text() + "dancer_003\tdancer\tr\t3\t9\t90\t320\t306\tok\t\n"),
+        ("filter: the new clip kept", f.decisions,
+         f.decisions.read_text().replace("dancer_001\t1.0000\t\t1\tkept", "dancer_001\t0.3000\t\t0\tfew_persons")
+         + "dancer_003\t1.0000\t\t1\tkept\n"),
+        ("track of the new clip", f.corrected, "\n".join(lines) + "\ndancer_003,1,4,1.00,2.00,30.00,40.00,1.0000\n"),
+    ]
+    before = fresh_read(root)
+    for what, path, text in changes:
+        settle(root, index)
+        write_text(path, text)
+        after = fresh_read(root)
+        if path != f.manifest:  # a manifest's change is under clips/<unit>/: seen with the filter's decisions
+            assert after != before, what
+            assert seen(index) == after, what
+        before = after
+    assert before["dancer_003"][3:] == (True, "kept", [4]) and before["dancer_001"][3] is False
+    assert seen(index) == fresh_read(root)
+    assert {c: index.persons(c) for c in before} == {c: v[-1] for c, v in before.items()}  # one clip: exact
+
+
+@pytest.mark.parametrize("units", [UNITS, PER_SOURCE], ids=["auto", "per-source"])
+def test_a_servers_view_costs_the_same_few_stats_whatever_the_units(tmp_path, units, monkeypatch):
+    """Once read, a view of a server's index stats the plan and a few folders, not every unit's files."""
+    root = build_results(tmp_path / "results", units=units)
+    index = ResultsIndex(root, max_age=3600)
+    assert all(seen(index)[c][-1] == index.persons(c) for c in index.clips())  # every unit's tracks read
+    settle(root, index)
+    stats = []
+    real = results_index._stat
+    monkeypatch.setattr(results_index, "_stat", lambda path: (stats.append(path), real(path))[1])
+    for _ in range(3):
+        seen(index)
+    assert len(stats) == 3 * (2 + len(WATCHED))  # units.tsv, clips/ and the watched folders
+    # a file edited in place (no folder's stamp changes) is seen after max_age; a call on one clip at once
+    index.max_age = 0.2
+    for clip in ("film_000", "dancer_001"):
+        with open(index.files(index.clip(clip).unit).tracks, "a") as out:
+            out.write(f"{clip},1,5,1.00,2.00,30.00,40.00,1.0000\n")
+    assert index.persons("dancer_001") == [1, 5]
+    time.sleep(0.25)
+    assert seen(index) == fresh_read(root) and seen(index)["film_000"][-1] == [1, 5]
+
+
+def test_a_folder_changed_just_before_a_look_is_looked_into_again(tmp_path):
+    """Two changes within one tick of a coarse clock leave a folder's stamp as it was: a
+    stamp that recent (RACY_SECONDS) is not trusted, the next call looks at every unit."""
+    root = build_results(tmp_path / "results")
+    index = ResultsIndex(root, max_age=3600)
+    assert seen(index) == fresh_read(root)  # the folders were written just now
+    before = os.stat(root / "filter")
+    decisions = index.files(UNIT).decisions
+    write_text(decisions, decisions.read_text().replace("dancer_001\t1.0000\t\t1\tkept",
+                                                        "dancer_001\t0.3000\t\t0\tfew_persons"))
+    os.utime(root / "filter", ns=(before.st_atime_ns, before.st_mtime_ns))  # as if in the same tick
+    assert (results_index._stat(root / "filter") == (before.st_mtime_ns, before.st_size, before.st_ino))
+    assert seen(index)["dancer_001"][3:5] == (False, "few_persons") and seen(index) == fresh_read(root)

@@ -1,6 +1,7 @@
-"""The annotator's /api/state keeps its clip list between requests (team/clip_lists.py):
-each change is seen by the next request, whoever made it (results files written as the
-workflow writes them: atomically), and the list is the one a fresh server gives. Real
+"""The lists the team pages keep between requests, the annotator's /api/state
+(team/clip_lists.py) and the two adjudication lists (team/adjudication_lists.py): each
+change is seen by the next request, whoever made it (results files written as the
+workflow writes them: atomically), and each list is the one a fresh server gives. Real
 HTTP against the production server (waitress in a thread)."""
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import json
 from microg4m.annotate.team import accounts, assign, decisions
 from microg4m.common.atomic import write_text
 from microg4m.annotate.team.db import transaction
+from microg4m.annotate.team.project import Project
 from microg4m.annotate.team.server import create_app
 
 from team_setup import Client, make_project, serving
+from test_team_vqa import DRAFT_PAIRS, write_drafts
 
 
 def entries(client: Client) -> tuple[dict, dict]:
@@ -100,3 +103,59 @@ def test_new_clips_and_a_disabled_annotators_clips_join_the_list_at_a_write_or_a
         assert "film_002" in clips and assign.annotators_of(conn, "film_002") == ["alice"]
         conn.close()
     assert json.dumps(state, sort_keys=True) == json.dumps(fresh(project), sort_keys=True)
+
+
+def adjudication_lists(client: Client) -> dict:
+    """What the two adjudication pages list: their clips, counts and agreement figures."""
+    out = {}
+    for path in ("/api/adjudication", "/api/text-adjudication"):
+        status, got, _ = client.request("GET", path)
+        assert status == 200, got
+        out[path] = {k: got[k] for k in ("clips", "counts", "figures")}
+    return out
+
+
+def fresh_adjudication_lists(project) -> dict:
+    """The lists a newly started server gives (a new Project: nothing kept from earlier requests)."""
+    with serving(create_app(Project(project.settings), {"127.0.0.1"})) as port:
+        return adjudication_lists(Client(port).login("judy"))
+
+
+def test_the_adjudication_lists_show_every_change_and_equal_a_fresh_servers(tmp_path):
+    """The adjudication lists keep each clip's part between requests (adjudication_lists.py):
+    after labels, captions, a final, a re-run of track and new caption drafts, each list is the
+    one a fresh server gives."""
+    project = make_project(tmp_path)  # alice and bob: every kept clip; judy adjudicates
+    write_drafts(project.results.root)
+    with serving(create_app(project, {"127.0.0.1"})) as port:
+        alice, bob, judy = (Client(port).login(n) for n in ("alice", "bob", "judy"))
+        before = adjudication_lists(judy)
+        assert before["/api/adjudication"]["counts"]["pending"] == len(before["/api/adjudication"]["clips"])
+        for who, second in ((alice, 12), (bob, 14)):  # dancer_000: person 2 differs; film_000: the same
+            for clip, person, action in (("dancer_000", 1, 12), ("dancer_000", 2, second), ("film_000", 1, 14)):
+                assert who.post("/api/actions", {"clip_id": clip, "person_id": person, "action": action,
+                                                 "op": "add"})[0] == 200
+        for who, caption in ((alice, "A dancer raises both arms."), (bob, "Someone stands by a wall.")):
+            assert who.post("/api/vqa", {"clip_id": "dancer_000", "caption": caption, "qa_pairs": DRAFT_PAIRS,
+                                         "reviewed": True, "base": None, "from_draft": True})[0] == 200
+        now = adjudication_lists(judy)
+        status = {c["clip_id"]: c["status"] for c in now["/api/adjudication"]["clips"]}
+        assert (status["dancer_000"], status["film_000"]) == ("disagree", "agreed")
+        texts = {c["clip_id"]: c["status"] for c in now["/api/text-adjudication"]["clips"]}
+        assert texts["dancer_000"] == "disagree"
+        assert now == fresh_adjudication_lists(project)
+
+        assert judy.post("/api/final", {"clip_id": "dancer_000", "excluded": False,
+                                        "actions": {"1": [12], "2": [14]}})[0] == 200
+        # a re-run of track (written atomically): film_000 has a second person, not labelled yet
+        tracks = project.results.index.final_tracks(project.results.clip("film_000").unit)
+        write_text(tracks, tracks.read_text() + "".join(f"film_000,{f},2,60.00,60.00,200.00,290.00,0.9000\n"
+                                                       for f in range(1, 91)))
+        # new caption drafts (written atomically): the starting text of the versions changes
+        drafts = project.results.index.files(project.results.clip("dancer_000").unit).vqa_drafts
+        write_text(drafts, drafts.read_text().replace("black shirt", "red shirt"))
+        after = adjudication_lists(judy)
+        status = {c["clip_id"]: c["status"] for c in after["/api/adjudication"]["clips"]}
+        assert (status["dancer_000"], status["film_000"]) == ("resolved", "pending")
+        assert after["/api/text-adjudication"]["figures"] != now["/api/text-adjudication"]["figures"]
+    assert after == fresh_adjudication_lists(project)

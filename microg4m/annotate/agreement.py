@@ -98,8 +98,140 @@ def _kappa(a: int, b: int, c: int, d: int) -> float | None:
     return None if pe >= 1 else (po - pe) / (1 - pe)
 
 
+@dataclass
+class ClipMeasures:
+    """What one clip adds to the measures (see :func:`clip_measures`); every count adds up
+    over clips, so the figures of many clips are the sums of theirs (:class:`Totals`)."""
+
+    row: dict  # its agreement_clips row
+    merged: dict[int, list[int]]  # person -> the merge's actions
+    items: int  # (pair of files, person) items: each adds one to a, b, c or d of every action
+    tables: dict[int, list[int]]  # action -> [both, first file only, second file only], over those items
+    chosen: dict[int, int]  # action -> (file, person) that chose it
+    files: dict[str, list[int]]  # file name -> [clips, labels, differing, corrected]
+
+
+def clip_measures(clip: str, sets: list[tuple[str, dict[int, list[int]]]], rule: str = "majority") -> ClipMeasures:
+    """The measures of one clip (pure). ``sets``: the files that label the clip, in the order
+    of the files, each as (name, person -> actions; a person missing: no action)."""
+    m = len(sets)
+    persons = sorted({p for _, acts in sets for p in acts})
+    need = {"union": 1, "majority": m // 2 + 1, "all": m}[rule]
+    exact = union = agreed = kept_total = dropped = 0
+    merged: dict[int, list[int]] = {}
+    for p in persons:
+        lists = [acts.get(p, []) for _, acts in sets]
+        order = list(dict.fromkeys(a for s in lists for a in s))
+        votes = {a: sum(a in s for s in lists) for a in order}
+        exact += all(set(s) == set(lists[0]) for s in lists)
+        union += len(order)
+        agreed += sum(v == m for v in votes.values())
+        keep = [a for a in order if votes[a] >= need]
+        if len(keep) > MAX_ACTIONS:
+            ranked = sorted(keep, key=lambda a: (-votes[a], order.index(a)))[:MAX_ACTIONS]
+            dropped += len(keep) - MAX_ACTIONS
+            keep = [a for a in keep if a in ranked]
+        kept_total += len(keep)
+        merged[p] = keep
+    row = {"clip_id": clip, "annotators": m, "persons": len(persons), "exact_persons": exact,
+           "exact_share": round(exact / len(persons), 4) if persons and m > 1 else None,
+           "labels_union": union, "labels_agreed": agreed, "differing": union - agreed,
+           "merged": kept_total, "dropped_over_limit": dropped}
+    # per action: the 2×2 tables over every pair of files and every person either labelled
+    items, tables = 0, {}
+    for (_, fa), (_, fb) in combinations(sets, 2):
+        for p in set(fa) | set(fb):
+            items += 1
+            sa, sb = set(fa.get(p, ())), set(fb.get(p, ()))
+            for a in sa | sb:
+                t = tables.setdefault(a, [0, 0, 0])
+                t[0 if a in sa and a in sb else 1 if a in sa else 2] += 1
+    chosen: dict[int, int] = {}
+    files = {}
+    mine = {(p, a) for p, acts in merged.items() for a in acts}
+    for name, acts in sets:
+        own = {(p, a) for p, s in acts.items() for a in s}
+        for p, s in acts.items():
+            for a in set(s):
+                chosen[a] = chosen.get(a, 0) + 1
+        files[name] = [1, len(own), union - agreed if m > 1 else 0, len(own ^ mine)]
+    return ClipMeasures(row, merged, items, tables, chosen, files)
+
+
+class Totals:
+    """The sums of clips' measures; :meth:`add` a clip's (``sign=-1`` takes it off again)."""
+
+    def __init__(self):
+        self.items = 0
+        self.tables: dict[int, list[int]] = {}
+        self.chosen: dict[int, int] = {}
+        self.files: dict[str, list[int]] = {}
+        self.clips = self.shared = self.persons_shared = self.exact_shared = self.differing = self.merged = 0
+
+    def add(self, cm: ClipMeasures, sign: int = 1) -> None:
+        self.items += sign * cm.items
+        for a, t in cm.tables.items():
+            mine = self.tables.setdefault(a, [0, 0, 0])
+            for i in range(3):
+                mine[i] += sign * t[i]
+        for a, n in cm.chosen.items():
+            self.chosen[a] = self.chosen.get(a, 0) + sign * n
+        for name, counts in cm.files.items():
+            mine = self.files.setdefault(name, [0, 0, 0, 0])
+            for i in range(4):
+                mine[i] += sign * counts[i]
+        r = cm.row
+        self.clips += sign
+        self.merged += sign * r["merged"]
+        if r["annotators"] > 1:
+            self.shared += sign
+            self.persons_shared += sign * r["persons"]
+            self.exact_shared += sign * r["exact_persons"]
+            self.differing += sign * r["differing"]
+
+    def actions(self, label_map: pd.DataFrame) -> pd.DataFrame:
+        rows = []
+        for r in label_map.itertuples(index=False):
+            a, b, c = self.tables.get(int(r.id), (0, 0, 0))
+            kappa = _kappa(a, b, c, self.items - a - b - c)
+            rows.append({
+                "action_id": int(r.id), "name": r.name, "label_type": r.label_type,
+                "chosen": self.chosen.get(int(r.id), 0), "both": a, "one_only": b + c,
+                "positive_agreement": round(2 * a / (2 * a + b + c), 4) if a + b + c else None,
+                "kappa": round(kappa, 4) if kappa is not None else None,
+            })
+        return pd.DataFrame(rows, columns=[
+            "action_id", "name", "label_type", "chosen", "both", "one_only", "positive_agreement", "kappa"])
+
+    def annotators(self, files: list[tuple[str, str]]) -> pd.DataFrame:
+        """``files``: (name, path) of every file, in order."""
+        rows = []
+        for name, path in files:
+            clips, labels, differing, corrected = self.files.get(name, (0, 0, 0, 0))
+            rows.append({"annotator": name, "file": path, "clips": clips, "labels": labels, "differing": differing,
+                         "corrected": corrected})
+        return pd.DataFrame(rows, columns=["annotator", "file", "clips", "labels", "differing", "corrected"])
+
+    def summary(self, files: int, rule: str, label_map: pd.DataFrame) -> dict:
+        ids = [int(i) for i in label_map["id"]]
+        tot = [sum(self.tables.get(a, (0, 0, 0))[i] for a in ids) for i in range(3)]
+        return {
+            "files": files, "rule": rule, "clips": self.clips, "clips_shared": self.shared,
+            "persons_shared": self.persons_shared,
+            "exact_share": round(self.exact_shared / self.persons_shared, 4) if self.persons_shared else None,
+            "differing": self.differing,
+            "positive_agreement": round(2 * tot[0] / (2 * tot[0] + tot[1] + tot[2]), 4) if sum(tot) else None,
+            "merged_rows": self.merged,
+        }
+
+
+CLIP_COLUMNS = ["clip_id", "annotators", "persons", "exact_persons", "exact_share", "labels_union", "labels_agreed",
+                "differing", "merged", "dropped_over_limit"]
+
+
 def compare(files: list[Labels], label_map: pd.DataFrame, rule: str = "majority"):
-    """Measures and merge (pure). Returns (merged rows, clips, actions, annotators, summary)."""
+    """Measures and merge (pure): the sums of every clip's :func:`clip_measures`. Returns
+    (merged rows, clips, actions, annotators, summary)."""
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
     clip_type: dict[str, str] = {}
@@ -107,86 +239,23 @@ def compare(files: list[Labels], label_map: pd.DataFrame, rule: str = "majority"
         for clip, t in f.clip_type.items():
             if clip_type.setdefault(clip, t) != t:
                 raise ValueError(f"{clip} is {t!r} in {f.path} but {clip_type[clip]!r} in another file")
-    merged_rows, clip_rows = [], []
-    merged: dict[tuple[str, int], list[int]] = {}
-    differing_of = {f.name: 0 for f in files}
-    for clip in sorted(clip_type):
-        who = [f for f in files if clip in f.clip_type]
-        m = len(who)
-        persons = sorted({p for f in who for (c, p) in f.persons if c == clip})
-        need = {"union": 1, "majority": m // 2 + 1, "all": m}[rule]
-        exact = union = agreed = kept_total = dropped = 0
-        for p in persons:
-            sets = [f.persons.get((clip, p), []) for f in who]
-            order = list(dict.fromkeys(a for s in sets for a in s))
-            votes = {a: sum(a in s for s in sets) for a in order}
-            exact += all(set(s) == set(sets[0]) for s in sets)
-            union += len(order)
-            agreed += sum(v == m for v in votes.values())
-            keep = [a for a in order if votes[a] >= need]
-            if len(keep) > MAX_ACTIONS:
-                ranked = sorted(keep, key=lambda a: (-votes[a], order.index(a)))[:MAX_ACTIONS]
-                dropped += len(keep) - MAX_ACTIONS
-                keep = [a for a in keep if a in ranked]
-            kept_total += len(keep)
-            merged[(clip, p)] = keep
-            merged_rows += [(clip, clip_type[clip], p, a) for a in keep]
-        for f in who:
-            differing_of[f.name] += union - agreed if m > 1 else 0
-        clip_rows.append({
-            "clip_id": clip, "annotators": m, "persons": len(persons), "exact_persons": exact,
-            "exact_share": round(exact / len(persons), 4) if persons and m > 1 else None,
-            "labels_union": union, "labels_agreed": agreed, "differing": union - agreed,
-            "merged": kept_total, "dropped_over_limit": dropped,
-        })
-
-    # per action: pooled 2×2 tables over every pair of files and the persons of their shared clips
-    tables = {int(a): [0, 0, 0, 0] for a in label_map["id"]}
-    for fa, fb in combinations(files, 2):
-        shared = fa.clips() & fb.clips()
-        items = {k for k in (*fa.persons, *fb.persons) if k[0] in shared}
-        for k in items:
-            sa, sb = set(fa.persons.get(k, [])), set(fb.persons.get(k, []))
-            for a, t in tables.items():
-                t[0 if a in sa and a in sb else 1 if a in sa else 2 if a in sb else 3] += 1
-    action_rows = []
-    for r in label_map.itertuples(index=False):
-        a, b, c, d = tables[int(r.id)]
-        chosen = sum(int(r.id) in acts for f in files for acts in f.persons.values())
-        kappa = _kappa(a, b, c, d)
-        action_rows.append({
-            "action_id": int(r.id), "name": r.name, "label_type": r.label_type, "chosen": chosen,
-            "both": a, "one_only": b + c,
-            "positive_agreement": round(2 * a / (2 * a + b + c), 4) if a + b + c else None,
-            "kappa": round(kappa, 4) if kappa is not None else None,
-        })
-
-    ann_rows = []
+    by_clip: list[dict[str, dict[int, list[int]]]] = []  # per file: clip -> person -> actions
     for f in files:
-        own = {(c, p, a) for (c, p), acts in f.persons.items() for a in acts}
-        mine = {(c, p, a) for (c, p), acts in merged.items() if c in f.clip_type for a in acts}
-        ann_rows.append({"annotator": f.name, "file": str(f.path), "clips": len(f.clip_type), "labels": len(own),
-                         "differing": differing_of[f.name], "corrected": len(own ^ mine)})
-
-    clips_df = pd.DataFrame(clip_rows, columns=[
-        "clip_id", "annotators", "persons", "exact_persons", "exact_share", "labels_union", "labels_agreed",
-        "differing", "merged", "dropped_over_limit"])
-    actions_df = pd.DataFrame(action_rows, columns=[
-        "action_id", "name", "label_type", "chosen", "both", "one_only", "positive_agreement", "kappa"])
-    ann_df = pd.DataFrame(ann_rows, columns=["annotator", "file", "clips", "labels", "differing", "corrected"])
-    shared = clips_df[clips_df["annotators"] > 1]
-    tot = [sum(t[i] for t in tables.values()) for i in range(3)]
-    summary = {
-        "files": len(files), "rule": rule, "clips": len(clips_df), "clips_shared": len(shared),
-        "persons_shared": int(shared["persons"].sum()),
-        "exact_share": round(int(shared["exact_persons"].sum()) / int(shared["persons"].sum()), 4)
-        if int(shared["persons"].sum()) else None,
-        "differing": int(shared["differing"].sum()),
-        "positive_agreement": round(2 * tot[0] / (2 * tot[0] + tot[1] + tot[2]), 4) if sum(tot) else None,
-        "merged_rows": len(merged_rows),
-    }
+        mine: dict[str, dict[int, list[int]]] = {c: {} for c in f.clip_type}
+        for (c, p), acts in f.persons.items():
+            mine.setdefault(c, {})[p] = acts
+        by_clip.append(mine)
+    totals, merged_rows, clip_rows = Totals(), [], []
+    for clip in sorted(clip_type):
+        cm = clip_measures(clip, [(f.name, mine[clip]) for f, mine in zip(files, by_clip) if clip in f.clip_type],
+                           rule)
+        totals.add(cm)
+        clip_rows.append(cm.row)
+        merged_rows += [(clip, clip_type[clip], p, a) for p, keep in cm.merged.items() for a in keep]
+    clips_df = pd.DataFrame(clip_rows, columns=CLIP_COLUMNS)
+    ann_df = totals.annotators([(f.name, str(f.path)) for f in files])
     merged_df = pd.DataFrame(merged_rows, columns=ACTIONS_COLUMNS)
-    return merged_df, clips_df, actions_df, ann_df, summary
+    return merged_df, clips_df, totals.actions(label_map), ann_df, totals.summary(len(files), rule, label_map)
 
 
 def run(files: list, out: str | os.PathLike, *, label_map: str | os.PathLike, rule: str = "majority",

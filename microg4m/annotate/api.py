@@ -8,13 +8,14 @@ change the files; nested at most ``guard.MAX_JSON_DEPTH`` deep.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Callable
 
 from flask import Flask, Response, jsonify, request, send_file
 from werkzeug.exceptions import HTTPException
 
-from microg4m.formats.frame_lists import frame_path
+from microg4m.formats.frame_lists import FRAME_TMPL
 from microg4m.report import preview
 from .errors import Refused
 from .guard import MAX_JSON_DEPTH
@@ -72,11 +73,10 @@ def palette_rgb() -> list[str]:
     return [f"rgb({r},{g},{b})" for b, g, r in preview.PALETTE]
 
 
-def clip_state(res: Results, clip, actions: dict, excluded: dict) -> dict:
-    """A clip as the page lists it: its persons, how many have an action (``actions``:
+def clip_state(clip, persons: list[int], actions: dict, excluded: dict) -> dict:
+    """A clip as the page lists it: its ``persons``, how many have an action (``actions``:
     (clip, person) -> ids), its exclusion (``excluded``: clip -> reason) and whether it is
     done (excluded, or every person has an action)."""
-    persons = res.persons(clip.clip_id)
     labelled = [p for p in persons if actions.get((clip.clip_id, p))]
     is_excluded = clip.clip_id in excluded
     return {
@@ -92,6 +92,13 @@ def clip_boxes(res: Results, clip_id: str) -> dict:
     return {str(f): [list(b) for b in bs] for f, bs in sorted(res.boxes(clip_id).items())}
 
 
+def json_with_clips(head: dict, clips: str) -> Response:
+    """``head`` as a JSON object with ``"clips"``: the JSON array text ``clips`` (a list kept
+    between requests as text, not encoded again)."""
+    text = json.dumps(head, separators=(",", ":"))
+    return Response(f'{text[:-1]},"clips":{clips}}}', mimetype="application/json")
+
+
 def inside(path: Path, root: Path) -> Path:
     """``path`` resolved, refused unless it lies inside ``root`` (the results folder)."""
     real = Path(path).resolve()
@@ -101,9 +108,9 @@ def inside(path: Path, root: Path) -> Path:
 
 
 def exported_frame(res: Results, clip_id: str, n: int) -> Path | None:
-    """Where the export's JPEG of frame ``n`` of the clip is (``results/frames/``, the frames
-    stage's layout), or None when that path leads outside the results folder."""
-    real = (res.root / "frames" / frame_path(clip_id, n)).resolve()
+    """Where the export's JPEG of frame ``n`` of the clip is (its ``frames_dir`` in the results
+    index, the frames stage's layout), or None when that path leads outside the results folder."""
+    real = (res.index.clip_files(clip_id).frames_dir / FRAME_TMPL.format(clip=clip_id, n=n)).resolve()
     return real if real.is_relative_to(res.root) else None
 
 
@@ -118,8 +125,12 @@ def install_media(app: Flask, res: Results, readable: Callable, cache_control: s
     @app.get("/clip/<clip_id>/frame/<int:n>.jpg")
     def frame(clip_id: str, n: int):
         c = readable(clip_id)
-        data = cache.frame(inside(c.path, res.root), n, exported_frame(res, c.clip_id, n))
-        resp = Response(data, mimetype="image/jpeg")
+        found = cache.lookup(inside(c.path, res.root), n, exported_frame(res, c.clip_id, n))
+        if request.if_none_match.contains_weak(found.etag):
+            resp = Response(status=304)  # the browser has it: nothing read, nothing decoded
+        else:
+            resp = Response(found.read(), mimetype="image/jpeg")
+        resp.set_etag(found.etag)
         resp.headers["Cache-Control"] = cache_control  # revalidate: a re-run may change the clip
         return resp
 

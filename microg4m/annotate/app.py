@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import secrets
 import sys
 from pathlib import Path
@@ -31,7 +32,7 @@ from pathlib import Path
 from flask import Flask, jsonify, render_template
 
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS, read_label_map
-from .api import clip_boxes, clip_state, install_errors, install_media, json_body, palette_rgb
+from .api import clip_boxes, clip_state, install_errors, install_media, json_body, json_with_clips, palette_rgb
 from .errors import Refused
 from .guard import LOOPBACK, allowed_hosts, install as install_guard, require_token
 from .options import add_arguments, paths
@@ -71,23 +72,29 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
     def index():
         return render_template("index.html", annotator=annotator)
 
+    labels = [{"id": int(r.id), "name": r.name, "label_type": r.label_type} for r in lmap.itertuples()]
+    listed: list = [None]  # (the index's token, the labels, the exclusions, the clips' JSON, done, total)
+
     @app.get("/api/state")
     def state():
-        actions, excluded = store.actions(), store.excluded()
-        clips = [clip_state(res, c, actions, excluded) for c in res.clips().values()]
-        return jsonify(
+        view, actions, excluded = res.view(), store.actions(), store.excluded()
+        got = listed[0]  # made again only when the clips, their persons or a label file changed
+        if got is None or got[0] != view.token or got[1] is not actions or got[2] is not excluded:
+            clips = [clip_state(c, view.persons(cid), actions, excluded) for cid, c in view.clips.items()]
+            got = listed[0] = (view.token, actions, excluded, json.dumps(clips, separators=(",", ":")),
+                               sum(c["done"] for c in clips), len(clips))
+        text, done, total = got[3:]
+        return json_with_clips(dict(
             annotator=annotator, results=str(res.root), actions_file=str(store.actions_path),
             screening_file=str(store.screening_path), max_actions=MAX_ACTIONS, label_types=list(LABEL_TYPES),
-            labels=[{"id": int(r.id), "name": r.name, "label_type": r.label_type} for r in lmap.itertuples()],
-            colors=palette_rgb(), problems=res.problems() + suggestions.problems(), clips=clips,
-            done=sum(c["done"] for c in clips), total=len(clips), suggestions=outcomes.summary(),
-        )
+            labels=labels, colors=palette_rgb(), problems=res.problems() + suggestions.problems(), done=done,
+            total=total, suggestions=outcomes.summary()), text)
 
     @app.get("/api/clips/<clip_id>")
     def clip(clip_id: str):
         c = res.clip(clip_id)
         actions = store.actions(clip_id)
-        out = clip_state(res, c, actions, store.excluded())
+        out = clip_state(c, res.persons(c.clip_id), actions, store.excluded())
         out["boxes"] = clip_boxes(res, clip_id)
         out["actions"] = {str(p): actions.get((clip_id, p), []) for p in out["persons"]}
         out["suggestions"] = suggestions.of_clip(clip_id, out["persons"])

@@ -12,6 +12,11 @@ A decode runs in a thread of its own (at most :data:`DECODERS` at once); one loc
 the bookkeeping only and is never held while decoding. Every request for a clip being
 decoded waits on that one decode and is answered as soon as its frame is decoded: two
 annotators opening the same clip cause one decode, and different clips decode at once.
+
+Each frame has an entity tag (:meth:`FrameCache.lookup`) made from stamps only: the
+export's file's (inode, time, size), or the clip file's with the frame number and the JPEG
+quality. A browser that has the frame sends it back (``If-None-Match``) and is answered
+304 without a read or a decode.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -46,6 +52,19 @@ def decode_jpegs(path: Path) -> Iterator[bytes]:
         if not ok:
             raise MediaError(f"{path.name}: JPEG encoding failed")
         yield buf.tobytes()
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A frame found but not read yet: its entity tag, and ``read()`` for its JPEG bytes."""
+
+    etag: str
+    read: Callable[[], bytes]
+
+
+def _tag(kind: str, st: os.stat_result, *more) -> str:
+    return "-".join([kind + format(st.st_ino, "x"), format(st.st_mtime_ns, "x"), format(st.st_size, "x"),
+                     *map(str, more)])
 
 
 class _Decode:
@@ -97,6 +116,11 @@ class FrameCache:
     def frame(self, path: Path, n: int, jpeg: Path | None = None) -> bytes:
         """JPEG bytes of frame ``n`` (1-based) of the clip at ``path``; ``jpeg``: where the
         export's file of that frame would be (used when it exists and is newer than the clip)."""
+        return self.lookup(path, n, jpeg).read()
+
+    def lookup(self, path: Path, n: int, jpeg: Path | None = None) -> Frame:
+        """Frame ``n`` as :meth:`frame` finds it, with its entity tag: stats only, nothing
+        read or decoded until ``read()``."""
         if n < 1:
             raise Refused(404, f"frame {n} out of range: {path.stem} starts at frame 1")
         try:
@@ -104,10 +128,11 @@ class FrameCache:
         except OSError:
             raise Refused(404, f"clip file {path.name} not found") from None
         if jpeg is not None:
-            data = _exported(jpeg, st.st_mtime_ns)
-            if data is not None:
-                return data
-        return self._entry((str(path), st.st_ino, st.st_mtime_ns, st.st_size), path).wait(n, path.name)
+            found = _exported(jpeg, st.st_mtime_ns)
+            if found is not None:
+                return found
+        key = (str(path), st.st_ino, st.st_mtime_ns, st.st_size)
+        return Frame(_tag("d", st, n, f"q{JPEG_QUALITY}"), lambda: self._entry(key, path).wait(n, path.name))
 
     def _entry(self, key: tuple, path: Path) -> _Decode:
         with self._lock:
@@ -156,12 +181,20 @@ class FrameCache:
             self._bytes -= old.nbytes
 
 
-def _exported(jpeg: Path, clip_mtime_ns: int) -> bytes | None:
+def _exported(jpeg: Path, clip_mtime_ns: int) -> Frame | None:
     """The export's JPEG, or None when its clip folder is missing, not newer than the clip
     file (the clip was made again after the frames: they may be stale) or lacks the frame."""
     try:
         if jpeg.parent.stat().st_mtime_ns <= clip_mtime_ns:
             return None
-        return jpeg.read_bytes()
+        st = jpeg.stat()
     except OSError:
         return None
+
+    def read() -> bytes:
+        try:
+            return jpeg.read_bytes()
+        except OSError as exc:  # gone between the stat and the read (a re-run of the frames stage)
+            raise Refused(503, f"{jpeg.name}: {exc.strerror}; try again") from None
+
+    return Frame(_tag("x", st), read)

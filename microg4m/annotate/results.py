@@ -4,6 +4,12 @@ A clip is on the page when trim made it (status ok) and the filter kept it, or w
 filter rejected it as ``screened`` (so that an exclusion can be undone). The clips, their
 units and their boxes come from the results index (microg4m.formats.results_index), which
 re-reads a file when it changes on disk (a re-run of the workflow).
+
+The pages are long-running servers: their index looks at every unit's files at most once
+per :data:`RECHECK_SECONDS` (and whenever the stamp of one of the results folder's
+per-unit folders changed, as every atomic write of the workflow changes it); a call on one
+clip (its persons before a label is saved, its boxes) is always exact. See the index's
+docstring, Freshness.
 """
 
 from __future__ import annotations
@@ -13,10 +19,11 @@ import threading
 
 import numpy as np
 
-from microg4m.formats.results_index import Clip, ResultsIndex
+from microg4m.formats.results_index import Clip, ResultsIndex, View
 from .errors import Refused
 
 __all__ = ["Clip", "Results"]
+RECHECK_SECONDS = 1.0  # the staleness bound of whole-folder reads (in-place edits, manifests)
 
 
 def on_page(clip: Clip) -> bool:
@@ -25,20 +32,28 @@ def on_page(clip: Clip) -> bool:
 
 
 class Results:
-    def __init__(self, root: str | os.PathLike):
-        self.index = ResultsIndex(root)
+    def __init__(self, root: str | os.PathLike, max_age: float = RECHECK_SECONDS):
+        self.index = ResultsIndex(root, max_age)
         self.root = self.index.root
         self._lock = threading.Lock()
-        self._page: tuple[int, dict[str, Clip]] = (-1, {})
+        self._page: tuple[dict | None, dict[str, Clip]] = (None, {})
         if not self.index.planned() and not self.index.units():  # fail early on a folder without manifests
             raise ValueError(f"{self.root}: no clips/*/manifest.tsv (not the results folder of a run?)")
 
     def clips(self) -> dict[str, Clip]:
         """Clips on the page, by id, in clip-id order (re-read when a table changed)."""
-        every = self._index(self.index.clips)
+        return self._on_page(self._index(self.index.clips))
+
+    def view(self) -> View:
+        """The index's view (``token``, ``persons``) with the clips on the page as ``clips``."""
+        v = self._index(self.index.view)
+        return View(self.index, v.token, self._on_page(v.clips))
+
+    def _on_page(self, every: dict[str, Clip]) -> dict[str, Clip]:
+        """The clips on the page among ``every`` (the index's clips; the same dict while they are)."""
         with self._lock:
-            if self._page[0] != self.index.version:
-                self._page = (self.index.version, {c: clip for c, clip in every.items() if on_page(clip)})
+            if self._page[0] is not every:
+                self._page = (every, {c: clip for c, clip in every.items() if on_page(clip)})
             return self._page[1]
 
     def problems(self) -> list[str]:

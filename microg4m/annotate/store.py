@@ -1,8 +1,12 @@
 """The two files the page writes: the actions CSV and the screening file.
 
-State lives on disk only: every call re-reads the file under an exclusive lock on its
+State lives on disk only: every change re-reads the file under an exclusive lock on its
 folder (``flock``; other tabs, threads and ``annotate`` processes wait), changes it and
 writes it back atomically. A refused change raises :class:`Refused` and writes nothing.
+What the page reads (:meth:`Store.actions`, :meth:`Store.excluded`) is read again only when
+the file's stamp (time, size, inode) changed or this store wrote it, and is the same object
+until then. (A write of this store does not rely on the stamp: two writes of the same size
+within one tick of the file system's clock may give the new file the old one's stamp.)
 
 * actions: the released schema ``video_id,movie_or_real,person_id,action``; rows of
   other clips and the order of existing rows are kept; a new row goes after the last
@@ -19,6 +23,7 @@ import fcntl
 import io
 import os
 import re
+import threading
 from pathlib import Path
 
 from microg4m.common.atomic import write_text
@@ -66,8 +71,38 @@ class Store:
         self.actions_path = Path(actions)
         self.screening_path = Path(screening)
         self.label_ids = set(label_ids)
+        self._lock = threading.Lock()
+        self._read: dict[Path, tuple] = {}  # path -> (stamp, what was read)
+        self._writes = 0  # goes up with every write of this store: a read begun before it is not kept
         self.read_rows()  # a broken file stops the page at start, not at the first click
         self.excluded()
+
+    def _by_stamp(self, path: Path, read):
+        """``read()``, or what it gave last while ``path``'s stamp is the same and this store
+        did not write it."""
+        with self._lock:
+            writes = self._writes
+        try:
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except OSError:
+            stamp = None
+        with self._lock:
+            got = self._read.get(path)
+            if got is not None and got[0] == stamp:
+                return got[1]
+        value = read()
+        with self._lock:
+            if writes == self._writes:
+                self._read[path] = (stamp, value)
+        return value
+
+    def _write(self, path: Path, text: str) -> None:
+        """Write ``path`` atomically and forget what was read of it."""
+        write_text(path, text)
+        with self._lock:
+            self._writes += 1
+            self._read.pop(path, None)
 
     # ------------------------------------------------------------ actions
     def read_rows(self) -> list[list[str]]:
@@ -87,13 +122,17 @@ class Store:
         return rows
 
     def actions(self, clip_id: str | None = None) -> dict[tuple[str, int], list[int]]:
-        """``(clip, person) -> [action ids]`` in file order, without repeats."""
+        """``(clip, person) -> [action ids]`` in file order, without repeats (all clips: the
+        same object while the file is unchanged; do not change it)."""
+        every = self._by_stamp(self.actions_path, self._read_actions)
+        return every if clip_id is None else {k: list(v) for k, v in every.items() if k[0] == clip_id}
+
+    def _read_actions(self) -> dict[tuple[str, int], list[int]]:
         out: dict[tuple[str, int], list[int]] = {}
         for vid, _, pid, aid in self.read_rows():
-            if clip_id is None or vid == clip_id:
-                ids = out.setdefault((vid, int(pid)), [])
-                if int(aid) not in ids:
-                    ids.append(int(aid))
+            ids = out.setdefault((vid, int(pid)), [])
+            if int(aid) not in ids:
+                ids.append(int(aid))
         return out
 
     def _check_person(self, clip_id: str, person_id) -> tuple:
@@ -116,7 +155,7 @@ class Store:
         clip, pid = self._check_person(clip_id, person_id)
         aid = self._check_action(action)
         with folder_lock(self.actions_path):
-            if clip_id in self.excluded():
+            if clip_id in self._read_excluded():  # exact, under the lock
                 raise Refused(409, f"clip {clip_id} is excluded; include it again before labelling")
             rows = self.read_rows()
             mine = [int(r[3]) for r in rows if r[0] == clip_id and r[2] == str(pid)]
@@ -179,7 +218,7 @@ class Store:
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(ACTIONS_COLUMNS)
         w.writerows(rows)
-        write_text(self.actions_path, buf.getvalue())
+        self._write(self.actions_path, buf.getvalue())
 
     # ------------------------------------------------------------ screening
     def _screening_lines(self) -> list[str]:
@@ -197,7 +236,10 @@ class Store:
         return body.strip(), comment.strip()
 
     def excluded(self) -> dict[str, str]:
-        """Excluded clip id -> reason ('' when none)."""
+        """Excluded clip id -> reason ('' when none); the same object while the file is unchanged."""
+        return self._by_stamp(self.screening_path, self._read_excluded)
+
+    def _read_excluded(self) -> dict[str, str]:
         out = {}
         for line in self._screening_lines():
             cid, why = self._split(line)
@@ -225,5 +267,5 @@ class Store:
             else:
                 new = others
             if new != lines:
-                write_text(self.screening_path, "".join(f"{ln}\n" for ln in new))
+                self._write(self.screening_path, "".join(f"{ln}\n" for ln in new))
         return {"clip_id": clip_id, "excluded": excluded, "reason": reason if excluded else ""}

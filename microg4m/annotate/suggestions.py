@@ -84,12 +84,11 @@ class Suggestions:
         if not self.enabled:
             return {}, []
         index = self.results.index
-        files = [f for f in (index.files(u).har_vlm for u in index.units()) if f.is_file()]
-        stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+        stamp = index.stamps("har_vlm")  # as fresh as the index's view: no stat per unit per request
         with self._lock:
             if stamp != self._cache[0]:
                 found, problems = {}, []
-                for path in files:
+                for path in (index.files(u).har_vlm for u, st in stamp if st is not None):
                     try:
                         answers = read_answers([path])
                     except ValueError as exc:

@@ -37,21 +37,21 @@ def now() -> str:
 
 class Drafts:
     """Clip id -> draft record from the drafts of the current units (``vqa_drafts/{unit}.json``,
-    found through the results index: a draft file of an earlier plan is not read), re-read
-    when a file changed."""
+    found through the results index: a draft file of an earlier plan is not read), read again
+    when one of those files changed (their stamps as fresh as the index's view: see
+    results_index, Freshness)."""
 
     def __init__(self, results: Results):
         self.results = results
         self._lock = threading.Lock()
-        self._drafts: tuple[tuple, dict] = ((), {})
+        self._drafts: tuple[tuple | None, dict] = (None, {})
 
     def __call__(self) -> dict[str, dict]:
         index = self.results.index
-        files = [f for f in (index.files(u).vqa_drafts for u in index.units()) if f.is_file()]
-        stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+        stamps = index.stamps("vqa_drafts")
         with self._lock:
-            if stamp != self._drafts[0]:
-                self._drafts = (stamp, read_drafts(files))
+            if stamps != self._drafts[0]:
+                self._drafts = (stamps, read_drafts([index.files(u).vqa_drafts for u, st in stamps if st is not None]))
             return self._drafts[1]
 
 

@@ -22,8 +22,8 @@ Which units are current
 
 API
 ---
-``ResultsIndex(root)`` (ValueError when ``root`` is not a folder; nothing else is read
-before the first call)::
+``ResultsIndex(root, max_age=0)`` (ValueError when ``root`` is not a folder; nothing else
+is read before the first call; ``max_age``: see Freshness)::
 
     idx.root                     # the folder, resolved
     idx.planned()                # bool: units.tsv is there
@@ -41,11 +41,19 @@ before the first call)::
     idx.track_rows(clip_id)      # float32 array (n, 6): frame, person, x1, y1, x2, y2 (pixels),
                                  #   one row per box of the unit's final tracks (ValueError:
                                  #   the file is unreadable, naming it)
-    idx.persons(clip_id)         # [person ids with a box], ascending
+    idx.persons(clip_id)         # [person ids with a box], ascending (kept per unit: no work per call)
     idx.boxes(clip_id)           # {frame: [(person, x1, y1, x2, y2), ...]} (2 decimals)
     idx.problems()               # [message]: what was ignored, and why
+    idx.stamps(kind)             # ((unit, stamp), ...) of one per-unit file (a UnitFiles field,
+                                 #   e.g. "vqa_drafts") of every current unit, as fresh as view()
     idx.leftovers()              # [Path]: clips/<x>/ folders of no current unit
     idx.version                  # int, goes up whenever the clips changed (a cache key)
+    idx.view()                   # View: one freshness check of the whole folder, then no stat:
+    view.token                   #   int, goes up whenever the clips (manifests, decisions, trim
+                                 #   status) or any unit's final tracks changed (a cache key)
+    view.clips                   #   = idx.clips() (the same dict object while nothing changed)
+    view.persons(clip_id)        #   its persons as of that check ([] for no clip; reads a unit's
+                                 #   tracks the first time one of its clips is asked for)
 
 ``Clip`` (frozen): ``clip_id, unit, source_id, clip_type`` (``r``/``m``), ``seq, frames,
 width, height, path`` (the mp4), ``status`` (trim's: ``ok`` or ``dropped``),
@@ -55,13 +63,33 @@ no decision for it yet) and ``reason`` (the filter's); ``clip.kept``: trimmed an
 Freshness
 ---------
 Read once, then refreshed by stamp (modification time, size, inode) when a file it was
-read from changes; every call stats only what it touches. A call on one clip
-(``clip``, ``track_rows``, ``persons``, ``boxes``) stats the plan and the ``clips/``
-folder, the clip's unit's manifest, decisions and trim status, and that unit's final
-tracks: a few stats whatever the number of clips. ``clips()``, ``units()`` and
-``problems()`` stat those of every current unit. A unit's tables are read again only when
-one of them changed; a unit's tracks are read when first asked for
-(per unit, lazily) and again when the file changed. Thread-safe.
+read from changes. A unit's tables are read again only when one of them changed; a unit's
+tracks are read when first asked for (per unit, lazily) and again when the file changed;
+its persons per clip are worked out then, once. Thread-safe.
+
+* A call on one clip (``clip``, ``get``, ``clip_files``, ``track_rows``, ``persons``,
+  ``boxes``) stats the plan and the ``clips/`` folder, the clip's unit's manifest,
+  decisions and trim status, and that unit's final tracks: a few stats whatever the number
+  of clips or units, and always exact: a changed file is seen by the next call.
+* A call on the whole folder (``clips``, ``units``, ``problems``, ``view``, and ``get`` of
+  an id the index does not know) must look at every unit's files (five per unit: 5,000
+  stats at 1,000 units, about 10 ms). With ``max_age=0`` (the default: the command line,
+  the release, the tests) it does so on every call. A long-running server (the annotation
+  pages: ``max_age`` = 1 s) cannot pay that per request, so it looks at every unit at most
+  once per ``max_age`` seconds, and on every call stats only the plan and five folders:
+  ``clips/``, ``filter/``, ``tracks/``, ``corrected/`` and ``vqa_drafts/``. The workflow
+  writes every output atomically (a temporary file renamed over the old one) and Snakemake
+  removes a job's outputs before it runs it again; both change the folder's stamp, so a
+  re-run's new decisions, tracks and corrections are seen by the next call. A folder
+  changed less than :data:`RACY_SECONDS` before a look may change again within the same
+  tick of the file system's clock without a new stamp, so its stamp is not trusted: the
+  next call looks at every unit again (as git treats a "racily clean" file). What the
+  folder stamps do not show (a file edited in place, a unit's manifest rewritten under
+  ``clips/<unit>/``: its new clips have no decision, so they are not on the pages until the
+  filter's decisions are written) is seen at most ``max_age`` seconds later: that is the
+  staleness bound. Why this and not a stat of every file per call: its cost does not grow
+  with the units; not inotify: it is Linux only and blind on the network file systems of
+  clusters.
 """
 
 from __future__ import annotations
@@ -69,6 +97,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,6 +110,8 @@ from microg4m.formats.tracks import read_tracks
 from microg4m.formats.unit_plan import read_plan
 
 PLAN = "units.tsv"
+WATCHED = ("clips", "filter", "tracks", "corrected", "vqa_drafts")  # folders whose stamps every call looks at
+RACY_SECONDS = 2.0  # a folder changed this recently is looked into again (coarse clocks: ext3, FAT, some NFS)
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 NO_ROWS = np.zeros((0, 6), np.float32)
 
@@ -128,6 +159,7 @@ class UnitFiles:
     contact_sheet: Path
     previews_dir: Path
     frames_done: Path
+    frames_dir: Path  # the frames stage's folder of the unit: frames_dir/<clip>/<clip>_%06d.jpg
     signatures: Path
     vqa_drafts: Path
     har_vlm: Path  # the VLM baseline's answers (rule har_vlm): the labelling page's suggestions
@@ -149,7 +181,7 @@ def unit_files(root: Path, unit: str) -> UnitFiles:
         tracks=r / "tracks" / f"{unit}.csv", corrected=r / "corrected" / f"{unit}.csv",
         corrections_report=r / "corrected" / f"{unit}.tsv", mot_dir=r / "mot" / unit, cvat_dir=r / "cvat" / unit,
         contact_sheet=r / "previews" / f"{unit}.png", previews_dir=r / "previews" / unit,
-        frames_done=r / "frames" / f"{unit}.tsv", signatures=r / "signatures" / f"{unit}.parquet",
+        frames_done=r / "frames" / f"{unit}.tsv", frames_dir=r / "frames" / unit, signatures=r / "signatures" / f"{unit}.parquet",
         vqa_drafts=r / "vqa_drafts" / f"{unit}.json", har_vlm=r / "har_vlm" / f"{unit}.json",
     )
 
@@ -189,15 +221,33 @@ class _Part:
 class _Tracks:
     stamp: tuple
     rows: dict[str, np.ndarray]
+    persons: dict[str, list[int]]  # clip -> its person ids, ascending
     problems: list[str]
 
 
+class View:
+    """The folder as of one freshness check (see the module's docstring)."""
+
+    def __init__(self, index: "ResultsIndex", token: int, clips: dict[str, Clip]):
+        self._index, self.token, self.clips = index, token, clips
+
+    def persons(self, clip_id: str) -> list[int]:
+        clip = self.clips.get(clip_id)
+        return [] if clip is None else self._index._persons_as_checked(clip)
+
+
 class ResultsIndex:
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, max_age: float = 0.0):
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise ValueError(f"results folder {root} not found")
+        if not max_age >= 0:
+            raise ValueError(f"max_age must be >= 0 seconds, got {max_age!r}")
+        self.max_age = float(max_age)
         self._lock = threading.RLock()
+        self._files: dict[str, UnitFiles] = {}
+        self._watched: tuple | None = None  # the WATCHED folders' stamps at the last look (None: not trusted)
+        self._looked = float("-inf")  # when (time.monotonic) every unit was last looked at
         self._top: tuple | None = None  # stamps of units.tsv and clips/
         self._plan: dict[str, list[str]] | None = None
         self._names: list[str] = []  # the current units, in order
@@ -209,6 +259,8 @@ class ResultsIndex:
         self._merge_problems: list[str] = []
         self._sorted: dict[str, Clip] | None = None
         self.version = 0
+        self._token = 0  # goes up with version and whenever a unit's tracks were read again
+        self._stamps: dict[str, tuple] = {}  # stamps(kind): ((self._looked, version) when made, stamps)
 
     # ------------------------------------------------------------ units
     def planned(self) -> bool:
@@ -229,7 +281,10 @@ class ResultsIndex:
         raise KeyError(f"{source_id!r} is no source of {self.root} (units: {', '.join(self.units()) or 'none'})")
 
     def files(self, unit: str) -> UnitFiles:
-        return unit_files(self.root, unit)
+        got = self._files.get(unit)
+        if got is None:  # made once per unit: a look at every unit costs its stats, not 19 paths a unit
+            got = self._files[unit] = unit_files(self.root, unit)
+        return got
 
     def final_tracks(self, unit: str) -> Path:
         return self.files(unit).final_tracks
@@ -243,9 +298,12 @@ class ResultsIndex:
     def clips(self) -> dict[str, Clip]:
         with self._lock:
             self._fresh_all()
-            if self._sorted is None:
-                self._sorted = dict(sorted(self._by_clip.items()))
-            return self._sorted
+            return self._clips_sorted()
+
+    def _clips_sorted(self) -> dict[str, Clip]:
+        if self._sorted is None:
+            self._sorted = dict(sorted(self._by_clip.items()))
+        return self._sorted
 
     def get(self, clip_id: str) -> Clip | None:
         if not isinstance(clip_id, str):
@@ -271,7 +329,7 @@ class ResultsIndex:
         c = self.clip(clip_id)
         f = self.files(c.unit)
         return ClipFiles(mp4=c.path, mot=f.mot_dir / f"{c.clip_id}.txt", cvat=f.cvat_dir / f"{c.clip_id}.xml",
-                         preview=f.previews_dir / f"{c.clip_id}.mp4", frames_dir=self.root / "frames" / c.clip_id)
+                         preview=f.previews_dir / f"{c.clip_id}.mp4", frames_dir=f.frames_dir / c.clip_id)
 
     def problems(self) -> list[str]:
         with self._lock:
@@ -293,7 +351,33 @@ class ResultsIndex:
         return tracks.rows.get(clip.clip_id, NO_ROWS)
 
     def persons(self, clip_id: str) -> list[int]:
-        return sorted(int(p) for p in np.unique(self.track_rows(clip_id)[:, 1]))
+        clip = self.clip(clip_id)
+        with self._lock:
+            return list(self._fresh_tracks(clip.unit).persons.get(clip.clip_id, ()))
+
+    def view(self) -> View:
+        with self._lock:
+            self._fresh_all()
+            return View(self, self._token, self._clips_sorted())
+
+    def stamps(self, kind: str) -> tuple:
+        """``((unit, stamp or None), ...)`` of one per-unit file of every current unit (``kind``:
+        a field of UnitFiles, e.g. ``"vqa_drafts"``), as fresh as :meth:`view`: a cache key
+        for a reader of those files."""
+        with self._lock:
+            self._fresh_all()
+            got = self._stamps.get(kind)
+            if got is None or got[0] != (self._looked, self.version):
+                got = self._stamps[kind] = ((self._looked, self.version), tuple(
+                    (u, _stat(getattr(self.files(u), kind))) for u in self._names))
+            return got[1]
+
+    def _persons_as_checked(self, clip: Clip) -> list[int]:
+        with self._lock:
+            tracks = self._tracks.get(clip.unit)
+            if tracks is None:  # first asked for: read now (a later change is the next check's)
+                tracks = self._fresh_tracks(clip.unit)
+            return list(tracks.persons.get(clip.clip_id, ()))
 
     def boxes(self, clip_id: str) -> dict[int, list[tuple]]:
         out: dict[int, list[tuple]] = {}
@@ -328,9 +412,23 @@ class ResultsIndex:
         self._merge()
 
     def _fresh_all(self) -> None:
+        """Every unit's tables and read tracks checked, or (``max_age``) only the WATCHED
+        folders when every unit was looked at less than ``max_age`` seconds ago and none of
+        them has changed since (nor shortly before: RACY_SECONDS)."""
         self._fresh_top()
+        watched = tuple(_stat(self.root / d) for d in WATCHED)
+        now = time.monotonic()
+        if self.max_age and watched == self._watched and now - self._looked < self.max_age:
+            return
         if any([self._fresh_unit(u) for u in self._names]):
             self._merge()
+        for u in list(self._tracks):
+            if self._tracks[u].stamp != self._tracks_stamp(u):
+                del self._tracks[u]  # read again when next asked for
+                self._token += 1
+        racy = time.time_ns() - int(RACY_SECONDS * 1e9)
+        self._watched = None if any(st is not None and st[0] >= racy for st in watched) else watched
+        self._looked = now
 
     def _fresh_unit(self, unit: str) -> bool:
         """Re-read a unit when its manifest, decisions or trim status changed; True when it did."""
@@ -407,23 +505,30 @@ class ResultsIndex:
                                     f"({self.files(first.unit).manifest}); the first kept")
         self._by_clip, self._merge_problems, self._sorted = by_clip, problems, None
         self.version += 1
+        self._token += 1
+
+    def _tracks_stamp(self, unit: str) -> tuple:
+        path = self.files(unit).final_tracks
+        return path, _stat(path)
 
     def _fresh_tracks(self, unit: str) -> _Tracks:
-        f = self.files(unit)
-        path = f.final_tracks
-        stamp = (path, _stat(path))
+        stamp = self._tracks_stamp(unit)
         cached = self._tracks.get(unit)
         if cached is not None and cached.stamp == stamp:
             return cached
+        path, f = stamp[0], self.files(unit)
         if stamp[1] is None:
             kept = any(c.kept for c in self._parts[unit].clips.values()) if unit in self._parts else False
             problems = [f"{f.tracks}: not written yet; the kept clips of unit {unit} show no person"] if kept else []
-            tracks = _Tracks(stamp, {}, problems)
+            tracks = _Tracks(stamp, {}, {}, problems)
         else:
             problems: list[str] = []
             df = read_tracks(path, on_problem=lambda message: problems.append(f"{path}: {message}"))
             arr = df[["frame_id", "person_id", "xmin", "ymin", "xmax", "ymax"]].to_numpy(np.float32)
             rows = {cid: arr[idx] for cid, idx in df.groupby("video_id").indices.items()}
-            tracks = _Tracks(stamp, rows, problems)
+            persons = {cid: np.unique(r[:, 1]).astype(int).tolist() for cid, r in rows.items()}
+            tracks = _Tracks(stamp, rows, persons, problems)
+        if cached is not None:  # read again: what was shown may have changed
+            self._token += 1
         self._tracks[unit] = tracks
         return tracks

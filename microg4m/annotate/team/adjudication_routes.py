@@ -1,5 +1,6 @@
 """The adjudication page of team mode (adjudicators only): ``/adjudicate``, ``GET
-/api/adjudication`` (clips with status, agreement figures), ``GET
+/api/adjudication`` (clips with status, agreement figures; kept between requests and made
+again where something changed: adjudication_lists.py), ``GET
 /api/adjudication/<clip>``, ``GET /api/history/<clip>``, ``POST /api/final`` (``{clip_id,
 excluded, reason, actions: {person: [ids]}, note}``) and ``POST /api/report``."""
 
@@ -10,10 +11,11 @@ import re
 from flask import Flask, g, jsonify, render_template
 
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
-from ..api import clip_boxes, palette_rgb
+from ..api import clip_boxes, json_with_clips, palette_rgb
 from ..errors import Refused
 from ..store import check_reason
-from . import assign, decisions, history, report
+from . import assign, decisions, history
+from .adjudication_lists import ActionAdjudication
 from .db import FINAL
 from .decisions import Snapshot, check_action, check_person
 
@@ -22,6 +24,7 @@ MAX_NOTE = 1000
 
 def install(app: Flask, project, ctx) -> None:
     res = project.results
+    listed = ActionAdjudication(project)
 
     @app.get("/adjudicate")
     @ctx.role("adjudicator")
@@ -36,14 +39,11 @@ def install(app: Flask, project, ctx) -> None:
     @app.get("/api/adjudication")
     @ctx.role("adjudicator")
     def adjudication():
-        c = ctx.conn()
-        snap = Snapshot.read(c)
-        assigned = project.assigned(c)
-        clips = [clip_summary(cid, snap, names) for cid, names in sorted(assigned.items())]
-        counts = {s: sum(x["status"] == s for x in clips) for s in decisions.STATUSES}
-        return jsonify(user=g.user["name"], labels=ctx.labels, label_types=list(LABEL_TYPES), colors=palette_rgb(),
-                       max_actions=MAX_ACTIONS, clips=clips, counts=counts, problems=res.problems(),
-                       figures=report.as_json(project.figures(c)), files=[str(p) for p in project.files.paths()])
+        clips, counts, figures = listed.get(ctx.conn())  # made again only where something changed
+        return json_with_clips(dict(
+            user=g.user["name"], labels=ctx.labels, label_types=list(LABEL_TYPES), colors=palette_rgb(),
+            max_actions=MAX_ACTIONS, counts=counts, problems=res.problems(), figures=figures,
+            files=[str(p) for p in project.files.paths()]), clips)
 
     def detail(clip_id: str) -> dict:
         c = res.clip(clip_id)

@@ -31,7 +31,7 @@ def install(app: Flask, project, ctx) -> None:
     suggestions = Suggestions(res, project.label_ids, enabled=project.settings.suggestions)  # suggestions.py
 
     def my_state(clip, snap: Snapshot, me: str) -> dict:
-        return clip_state(res, clip, snap.layer_actions(me), snap.layer_excluded(me))
+        return clip_state(clip, res.persons(clip.clip_id), snap.layer_actions(me), snap.layer_excluded(me))
 
     @app.get("/")
     def index():

@@ -90,6 +90,8 @@ CREATE TABLE IF NOT EXISTS current (
     seq INTEGER NOT NULL,
     PRIMARY KEY (layer, kind, clip_id, person_id)
 );
+-- a clip's values in every layer (a change settles its clip; the pages read one clip)
+CREATE INDEX IF NOT EXISTS current_clip ON current (clip_id);
 """
 
 

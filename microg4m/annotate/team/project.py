@@ -8,6 +8,7 @@ agreement reports.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 from microg4m.formats.labels import read_label_map
@@ -35,6 +36,8 @@ class Project:
         self.password_rules = accounts.PasswordRules(**(settings.passwords or {})).check()
         self.login_limits = throttle.Limits(**(settings.login or {})).check()
         self._all_assigned = None  # (the clips, the accounts) when every kept clip had an annotator
+        self._assigned: tuple = (None, None, {})  # (the clips on the page, the assignments' stamp, assigned())
+        self._lock = threading.Lock()
         connect(self.db_path, create=create).close()  # creates the tables; a bad file fails here
 
     def connect(self) -> sqlite3.Connection:
@@ -42,9 +45,20 @@ class Project:
 
     # ------------------------------------------------------------ clips and assignments
     def assigned(self, conn: sqlite3.Connection) -> dict[str, list[str]]:
-        """clip -> its active annotators, for the clips on the page."""
+        """clip -> its active annotators, for the clips on the page (the same object while the
+        clips, the assignments and the accounts are unchanged; do not change it)."""
         clips = self.results.clips()
-        return {c: a for c, a in assign.assignments(conn, active_only=True).items() if c in clips}
+        # assignments are only ever added (assign.assign inserts; nothing deletes one), so the
+        # last rowid stands for them all: an index look-up, where COUNT(*) read the whole table
+        stamp = (conn.execute("SELECT COALESCE(MAX(rowid), 0) FROM assignments").fetchone()[0],
+                 tuple(tuple(r) for r in conn.execute("SELECT name, active FROM users ORDER BY name")))
+        with self._lock:
+            if self._assigned[0] is clips and self._assigned[1] == stamp:
+                return self._assigned[2]
+        out = {c: a for c, a in assign.assignments(conn, active_only=True).items() if c in clips}
+        with self._lock:
+            self._assigned = (clips, stamp, out)
+        return out
 
     def unassigned(self, conn: sqlite3.Connection) -> bool:
         """Whether a kept clip on the page has no active annotator (the new clips of a re-run,

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
@@ -39,7 +40,7 @@ from rapidfuzz.distance import Levenshtein
 
 from microg4m.common.atomic import write_text, write_tsv
 from microg4m.vqa.rules import QUESTION_TYPES, question_type
-from .vqa_review import ClipTexts, same, status
+from .vqa_review import STATUSES, ClipTexts, same, status
 
 SIMILAR = 0.5
 PAIR_STATES = ("kept", "edited", "dropped", "added")
@@ -137,53 +138,83 @@ def _mean(values: list) -> float | None:
     return round(sum(values) / len(values), 2) if values else None
 
 
-def figures(texts: dict[str, ClipTexts], assigned: dict[str, list[str]], drafts: dict[str, dict],
-            reviewers: list[str]) -> dict:
-    """Everything the page shows and the report writes (pure). ``drafts``: clip -> draft
-    record (ok drafts count as the starting text)."""
-    version_rows, clip_rows = [], []
+@dataclass
+class TextPart:
+    """What one assigned clip adds to the text figures (:func:`clip_part`); the figures are
+    made from the parts of every clip (:func:`from_parts`), so a page can keep the parts and
+    make again only those of the clips that changed (the word diffs are the costly part)."""
+
+    clip_id: str
+    names: list[str]
+    status: str
+    final_by: str
+    versions: list[dict]  # the text_agreement_versions rows of its reviewed versions
+    row: dict  # its text_agreement_clips row
+    qtypes: dict[str, dict[str, int]]  # draft / a reviewer / final -> question type -> pairs
+
+
+def clip_part(clip: str, ct: ClipTexts, names: list[str], d: dict | None, reviewers: list[str]) -> TextPart:
+    """The part of one clip (pure); ``d``: its draft record (an ok draft is the starting text)."""
+    st = status(ct, names)
+    qtypes: dict[str, dict[str, int]] = {}
+
+    def count(who: str, pairs: list[dict]) -> None:
+        for p in pairs:
+            kinds = qtypes.setdefault(who, {})
+            t = question_type(p["Q"])
+            kinds[t] = kinds.get(t, 0) + 1
+
+    draft = {"caption": d.get("caption") or "", "qa_pairs": d.get("qa_pairs") or []} \
+        if d and d.get("status") == "ok" else None
+    if draft is not None:
+        count("draft", draft["qa_pairs"])
+    done = {r: ct.versions[r] for r in names if r in ct.versions and ct.versions[r].get("reviewed")}
+    changed, rows = [], []
+    for r, v in done.items():
+        row = {"clip_id": clip, "reviewer": r, "status": st, "has_draft": draft is not None,
+               "caption_words": len(tokens(v["caption"])), "pairs": len(v["qa_pairs"])}
+        base = draft if draft is not None else {"caption": "", "qa_pairs": []}
+        c = pair_counts(base["qa_pairs"], v["qa_pairs"])
+        row["caption_edit_words"] = word_distance(base["caption"], v["caption"]) if draft is not None else None
+        row.update({f"pairs_{s}": c[s] for s in PAIR_STATES}, **shares(c))
+        row["final_set"] = ct.final is not None
+        row["changed_by_final"] = None if ct.final is None else not same(v, ct.final)
+        row["to_final_edit_words"] = None if ct.final is None else word_distance(v["caption"], ct.final["caption"])
+        if row["changed_by_final"]:
+            changed.append(r)
+        if r in reviewers:
+            count(r, v["qa_pairs"])
+        rows.append(row)
+    between = [word_distance(done[a]["caption"], done[b]["caption"]) for a, b in combinations(sorted(done), 2)]
+    if ct.final is not None:
+        count("final", ct.final["qa_pairs"])
+    final_by = ct.final["by"] if ct.final else ""
+    row = {"clip_id": clip, "status": st, "reviewers": ",".join(names), "reviewed": len(done),
+           "between_edit_words": _mean(between), "final_by": final_by, "changed_by_final": ",".join(changed),
+           "note": ct.note}
+    return TextPart(clip, list(names), st, final_by, rows, row, qtypes)
+
+
+VERSION_COLUMNS = ["clip_id", "reviewer", "status", "has_draft", "caption_words", "pairs", "caption_edit_words",
+                   *(f"pairs_{s}" for s in PAIR_STATES), *(f"share_{s}" for s in PAIR_STATES), "final_set",
+                   "changed_by_final", "to_final_edit_words"]
+CLIP_COLUMNS = ["clip_id", "status", "reviewers", "reviewed", "between_edit_words", "final_by", "changed_by_final",
+                "note"]
+
+
+def from_parts(parts: list[TextPart], reviewers: list[str], clip_rows: bool = True) -> dict:
+    """The figures of the clips whose parts are given (in clip order); ``clip_rows``: also
+    the per-clip table (the report's; the page does not show it)."""
     qtypes = {name: {t: 0 for t in QUESTION_TYPES} for name in ["draft", *reviewers, "final"]}
-    counts = {s: 0 for s in ("pending", "agreed", "disagree", "resolved")}
-    for clip in sorted(assigned):
-        names = assigned[clip]
-        ct = texts.get(clip, ClipTexts())
-        st = status(ct, names)
-        counts[st] += 1
-        d = drafts.get(clip)
-        draft = {"caption": d.get("caption") or "", "qa_pairs": d.get("qa_pairs") or []} \
-            if d and d.get("status") == "ok" else None
-        if draft is not None:
-            for p in draft["qa_pairs"]:
-                qtypes["draft"][question_type(p["Q"])] += 1
-        done = {r: ct.versions[r] for r in names if r in ct.versions and ct.versions[r].get("reviewed")}
-        changed = []
-        for r, v in done.items():
-            row = {"clip_id": clip, "reviewer": r, "status": st, "has_draft": draft is not None,
-                   "caption_words": len(tokens(v["caption"])), "pairs": len(v["qa_pairs"])}
-            base = draft if draft is not None else {"caption": "", "qa_pairs": []}
-            c = pair_counts(base["qa_pairs"], v["qa_pairs"])
-            row["caption_edit_words"] = word_distance(base["caption"], v["caption"]) if draft is not None else None
-            row.update({f"pairs_{s}": c[s] for s in PAIR_STATES}, **shares(c))
-            row["final_set"] = ct.final is not None
-            row["changed_by_final"] = None if ct.final is None else not same(v, ct.final)
-            row["to_final_edit_words"] = None if ct.final is None else word_distance(v["caption"], ct.final["caption"])
-            if row["changed_by_final"]:
-                changed.append(r)
-            if r in qtypes:
-                for p in v["qa_pairs"]:
-                    qtypes[r][question_type(p["Q"])] += 1
-            version_rows.append(row)
-        between = [word_distance(done[a]["caption"], done[b]["caption"]) for a, b in combinations(sorted(done), 2)]
-        if ct.final is not None:
-            for p in ct.final["qa_pairs"]:
-                qtypes["final"][question_type(p["Q"])] += 1
-        clip_rows.append({"clip_id": clip, "status": st, "reviewers": ",".join(names), "reviewed": len(done),
-                          "between_edit_words": _mean(between), "final_by": ct.final["by"] if ct.final else "",
-                          "changed_by_final": ",".join(changed), "note": ct.note})
-    vcols = ["clip_id", "reviewer", "status", "has_draft", "caption_words", "pairs", "caption_edit_words",
-             *(f"pairs_{s}" for s in PAIR_STATES), *(f"share_{s}" for s in PAIR_STATES), "final_set",
-             "changed_by_final", "to_final_edit_words"]
-    versions = pd.DataFrame(version_rows, columns=vcols)
+    counts = {s: 0 for s in STATUSES}
+    version_rows = []
+    for part in parts:
+        counts[part.status] += 1
+        version_rows += part.versions
+        for who, kinds in part.qtypes.items():
+            for t, n in kinds.items():
+                qtypes[who][t] += n
+    versions = pd.DataFrame(version_rows, columns=VERSION_COLUMNS)
     rev_rows = []
     for r in reviewers:
         mine = versions[versions["reviewer"] == r]
@@ -199,8 +230,8 @@ def figures(texts: dict[str, ClipTexts], assigned: dict[str, list[str]], drafts:
              *(f"share_{s}" for s in PAIR_STATES), "with_final", "changed_by_final", "changed_share"]
     total = {s: int(versions[f"pairs_{s}"].sum()) for s in PAIR_STATES}
     finals = versions[versions["final_set"] == True]  # noqa: E712
-    adjudicated = [r for r in clip_rows if r["final_by"] and r["final_by"] != "@auto"]
-    summary = {"clips_assigned": len(assigned), **{f"clips_{k}": v for k, v in counts.items()},
+    adjudicated = [p.row for p in parts if p.final_by and p.final_by != "@auto"]
+    summary = {"clips_assigned": len(parts), **{f"clips_{k}": v for k, v in counts.items()},
                "versions_reviewed": len(versions),
                "mean_caption_edit_words": _mean(versions["caption_edit_words"].dropna().tolist()),
                **{f"pairs_{s}": total[s] for s in PAIR_STATES}, **shares(total),
@@ -211,9 +242,20 @@ def figures(texts: dict[str, ClipTexts], assigned: dict[str, list[str]], drafts:
                    bool(r["changed_by_final"]) and len(r["changed_by_final"].split(",")) == r["reviewed"]
                    for r in adjudicated)}
     qt = pd.DataFrame([{"question_type": t, **{n: qtypes[n][t] for n in qtypes}} for t in QUESTION_TYPES])
-    return {"summary": summary, "versions": versions, "clips": pd.DataFrame(clip_rows, columns=[
-        "clip_id", "status", "reviewers", "reviewed", "between_edit_words", "final_by", "changed_by_final", "note"]),
-        "reviewers": pd.DataFrame(rev_rows, columns=rcols), "question_types": qt}
+    out = {"summary": summary, "versions": versions, "reviewers": pd.DataFrame(rev_rows, columns=rcols),
+           "question_types": qt}
+    if clip_rows:
+        out["clips"] = pd.DataFrame([p.row for p in parts], columns=CLIP_COLUMNS)
+    return out
+
+
+def figures(texts: dict[str, ClipTexts], assigned: dict[str, list[str]], drafts: dict[str, dict],
+            reviewers: list[str]) -> dict:
+    """Everything the page shows and the report writes (pure). ``drafts``: clip -> draft
+    record (ok drafts count as the starting text)."""
+    empty = ClipTexts()
+    return from_parts([clip_part(c, texts.get(c, empty), assigned[c], drafts.get(c), reviewers)
+                       for c in sorted(assigned)], reviewers)
 
 
 def _clean(records: list[dict]) -> list[dict]:

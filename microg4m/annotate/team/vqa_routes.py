@@ -24,8 +24,9 @@ from __future__ import annotations
 from flask import Flask, g, jsonify, render_template, request
 
 from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
-from ..api import clip_boxes, palette_rgb
+from ..api import clip_boxes, json_with_clips, palette_rgb
 from . import assign, history, text_agreement, vqa_review
+from .adjudication_lists import TextAdjudication
 
 
 def _draft_view(d: dict | None) -> dict | None:
@@ -45,6 +46,7 @@ def _as_entry(version: dict | None, who: str) -> dict | None:
 def install(app: Flask, project, ctx) -> None:
     """``ctx``: the server's helpers (conn, role, body, owner, my_clip, write, labels)."""
     res = project.results
+    listed = TextAdjudication(project)
     rules = {"max_pairs": MAX_PAIRS, "unanswerable": UNANSWERABLE, "warnings": WARNINGS}
     final_kinds = vqa_review.KINDS
 
@@ -116,14 +118,9 @@ def install(app: Flask, project, ctx) -> None:
     @app.get("/api/text-adjudication")
     @ctx.role("adjudicator")
     def text_adjudication():
-        c = ctx.conn()
-        texts, assigned = vqa_review.read(c), project.assigned(c)
-        clips = [clip_summary(cid, texts.get(cid, vqa_review.ClipTexts()), names)
-                 for cid, names in sorted(assigned.items())]
-        counts = {s: sum(x["status"] == s for x in clips) for s in vqa_review.STATUSES}
-        return jsonify(user=g.user["name"], clips=clips, counts=counts, rules=rules, file=str(project.reviews.path),
-                       colors=palette_rgb(),
-                       figures=text_agreement.as_json(project.text_figures(c)))
+        clips, counts, figures = listed.get(ctx.conn())  # made again only where something changed
+        return json_with_clips(dict(user=g.user["name"], counts=counts, rules=rules, file=str(project.reviews.path),
+                                    colors=palette_rgb(), figures=figures), clips)
 
     def detail(clip_id: str) -> dict:
         c = res.clip(clip_id)
