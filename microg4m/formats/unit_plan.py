@@ -20,8 +20,6 @@ import pandas as pd
 
 from microg4m.common import units as _units
 from microg4m.common.atomic import write_tsv
-from microg4m.formats.records import read_saved
-from microg4m.formats.sources import normalize_url
 
 COLUMNS = ["unit", "source_id", "frames"]
 REQUIRED = COLUMNS[:2]  # (a plan written before the frames column reads too)
@@ -78,6 +76,9 @@ def source_frames(source_id: str, url: str, results: str | os.PathLike, *, downl
     """The frames detect will run on for a source, as far as is known now: a local file's
     container length; else (``downloads``) the length its download record gives once it is
     downloaded; else None."""
+    from microg4m.formats.records import read_saved  # (for the workflow only: readers of the plan stay light)
+    from microg4m.formats.sources import normalize_url
+
     _, local = normalize_url(url)
     if local is not None:
         if not local.is_file():
