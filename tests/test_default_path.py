@@ -126,7 +126,7 @@ def test_downloadable_sources_have_exact_clips(demo):
         ok = clips[(clips.source_id == src) & (clips.status == "ok")]
         assert len(ok) == n, src
         for clip in ok.clip_id:
-            assert media.count_frames(index.clip_files(clip).video) == 90
+            assert media.count_frames(index.clip_files(clip).mp4) == 90
     status = {r["source_id"]: r for u in index.units() for r in read_records(index.files(u).status)}
     assert set(status) == set(expected)
     assert status["missing"]["status"] == "skipped" and "download failed" in status["missing"]["reason"]

@@ -62,6 +62,15 @@ def rerun(wd, expected):
     assert dry_run_jobs(wd) == {}
 
 
+TRAINING_FILES = ["ava_format_with_header.csv", "ava_format.csv", "ava_train.csv",
+                  "ava_test_gt.csv", "ava_test_predicted_boxes.csv",
+                  "ava_train_dense_proposals.pkl", "ava_test_dense_proposals.pkl",
+                  "label_map.pbtxt", "frame_lists/train.csv", "frame_lists/val.csv", "frame_lists/test.csv",
+                  "statistics/action_result_all.csv", "statistics/split_result.csv", "label_report.tsv"]
+# 4 labelled clips split 2 / 0 / 2: the empty val split gets no AVA files, a warning instead
+EMPTY_VAL_FILES = ["ava_val_gt.csv", "ava_val_predicted_boxes.csv", "ava_val_dense_proposals.pkl"]
+
+
 def test_0_demo_labels_give_every_training_file_and_they_load(run_dir, monkeypatch):
     """The demo's labels (annotations/demo_actions.csv) reach the AVA files, and every
     non-empty split loads in the reference's PySlowFast parser and in mmaction2."""

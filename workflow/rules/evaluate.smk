@@ -2,7 +2,7 @@ rule har_vlm:
     """Ask a vision-language model which actions each tracked person of a unit performs
     (the paper's VLM baseline, appendix G.5)."""
     input:
-        manifest=R("clips/{unit}/manifest.tsv"),
+        clips=R("clips/{unit}"),
         decisions=R("filter/{unit}.tsv"),
         tracks=R("corrected/{unit}.csv"),
         label_map=config["export"]["label_map"],

@@ -4,7 +4,7 @@ rule release:
     without moving any other clip's split, CHANGES.md (docs/release.md)."""
     input:
         export=R("export"),
-        manifests=expand(R("clips/{unit}/manifest.tsv"), unit=UNITS),
+        clips=expand(R("clips/{unit}"), unit=UNITS),
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
         tracks=expand(R("corrected/{unit}.csv"), unit=UNITS),
         corrections=expand(R("corrected/{unit}.tsv"), unit=UNITS),
