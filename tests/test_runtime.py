@@ -362,3 +362,26 @@ def test_choose_decoder():
     if not has:
         with pytest.raises(ValueError, match="torchcodec is not installed"):
             detect.choose_decoder("torchcodec", "cuda:0")
+
+
+@pytest.mark.skipif(not rt.installed("openvino"), reason="openvino is not installed")
+def test_a_compile_loaded_from_openvinos_cache_gives_the_boxes_of_a_fresh_compile(demo_frames, tmp_path):
+    """OpenVINO's compiled-model cache (export cache / compiled): the first detector compiles
+    and stores, the second loads; their boxes are bit for bit those of a compile without
+    the cache, and the shared folder holds whole files only (no job's private folder)."""
+    batch = demo_frames["640x480"][0]
+    fresh = detect.Detector(WEIGHTS, runtime="openvino", device="cpu", batch=4, threads=1, cache=tmp_path)
+    prepare = rt.prepare
+    try:  # the compile as it was before the cache
+        rt.prepare = lambda *a, compiled=None, **k: prepare(*a, **k)
+        want = fresh(batch)
+    finally:
+        rt.prepare = prepare
+    assert not (tmp_path / detect.COMPILED).exists()
+    for _ in range(2):  # stores, then loads
+        got = detect.Detector(WEIGHTS, runtime="openvino", device="cpu", batch=4, threads=1, cache=tmp_path)(batch)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    (folder,) = (tmp_path / detect.COMPILED).iterdir()
+    assert folder.name.startswith("openvino") and "-cpu" in folder.name
+    assert [p.suffix for p in folder.iterdir()] == [".blob"]

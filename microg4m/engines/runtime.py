@@ -27,6 +27,7 @@ the boxes are bit for bit those of the whole head, and a frame costs less.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -441,13 +442,14 @@ def load_exported(path: str | os.PathLike, task: str):
 # --- compiling for one shape, threads ---------------------------------------------------
 
 def prepare(model, runtime: str, *, precision: str, threads: int | None, path: str | os.PathLike | None = None,
-            shape: tuple[int, int] | None = None) -> None:
+            shape: tuple[int, int] | None = None, compiled: str | os.PathLike | None = None) -> None:
     """Set a loaded model up to run batches of one letterboxed ``shape`` (h, w) in ``precision``
     with ``threads`` CPU threads (torch's intra-op pool, OpenVINO's inference threads, ONNX
     Runtime's intra-op pool). ``path``: the exported model it was loaded from. Call after the
     first ``predict``: ultralytics builds the backend there, with its own thread counts
     (OMP_NUM_THREADS=1 for torch, every core for OpenVINO and ONNX Runtime) and OpenVINO's
-    precision default (bf16 on CPUs that have it)."""
+    precision default (bf16 on CPUs that have it). ``compiled``: a folder where OpenVINO
+    keeps what it compiled (compiled_cache), so that the next job loads it instead."""
     threads = int(threads) if threads else None
     if runtime == "torch":
         if threads:
@@ -468,7 +470,11 @@ def prepare(model, runtime: str, *, precision: str, threads: int | None, path: s
             # OpenVINO pins its threads to cores: two jobs of one thread each then share one
             # core (measured: each at half speed). Pin only a job that has every core.
             config["ENABLE_CPU_PINNING"] = threads >= (os.cpu_count() or 1)
-        backend.ov_compiled_model = backend.compile_model(ov_model, config=config)
+        if compiled is None:
+            backend.ov_compiled_model = backend.compile_model(ov_model, config=config)
+        else:
+            with compiled_cache(compiled) as cache_dir:
+                backend.ov_compiled_model = backend.compile_model(ov_model, config={**config, "CACHE_DIR": cache_dir})
         # ultralytics reshapes and recompiles per shape itself for INT8 on AMX CPUs and then
         # letterboxes square; this model is compiled for its shape, letterboxed as torch does
         backend.read_model = None
@@ -480,6 +486,35 @@ def prepare(model, runtime: str, *, precision: str, threads: int | None, path: s
         opts.intra_op_num_threads = threads
         opts.inter_op_num_threads = 1
         backend.session = ort.InferenceSession(str(path), opts, providers=backend.session.get_providers())
+
+
+@contextlib.contextmanager
+def compiled_cache(folder: str | os.PathLike):
+    """OpenVINO's model cache (its ``CACHE_DIR``) for one compile, shared by every job safely.
+
+    What OpenVINO compiles depends on the model, the compile settings and the CPU, and it
+    names its files by a hash of the first two: so the shared folder has one subfolder per
+    OpenVINO version and CPU (model and instruction sets), and a cluster of mixed nodes never
+    loads another CPU's compile. OpenVINO writes its files in place, where another job could
+    read one half written: each compile runs on a private folder of links to the shared
+    files, and what it adds moves into the shared folder whole (a rename). Loading from the
+    cache gives the boxes of a fresh compile bit for bit (tests/test_runtime.py)."""
+    import openvino as ov
+
+    cpu = hashlib.sha256(f"{hardware.cpu_model()} {sorted(hardware.cpu_flags())}".encode()).hexdigest()[:12]
+    shared = Path(folder) / f"openvino{ov.get_version().split('-')[0]}-cpu{cpu}"
+    shared.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=shared, prefix=".job-") as tmp:
+        for blob in shared.glob("*.blob"):
+            try:
+                os.link(blob, Path(tmp) / blob.name)
+            except OSError:  # (a file system without hard links: compiled again)
+                pass
+        known = {p.name for p in Path(tmp).iterdir()}
+        yield tmp
+        for new in Path(tmp).iterdir():
+            if new.name not in known and new.is_file():
+                os.replace(new, shared / new.name)
 
 
 def threads_in_use(model, runtime: str) -> int | None:

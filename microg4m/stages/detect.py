@@ -114,7 +114,8 @@ class Detector:
             # the first predict builds ultralytics' backend; then it gets the shape, precision and threads
             detect_frames(model, [np.zeros(frame_shape, np.uint8)], imgsz=self.imgsz, conf=self.conf,
                           device=self.device, half=self.half)
-            rt.prepare(model, self.runtime, precision=self.precision, threads=self.threads, path=path, shape=shape)
+            rt.prepare(model, self.runtime, precision=self.precision, threads=self.threads, path=path, shape=shape,
+                       compiled=self.cache / COMPILED)
             logging.getLogger(__name__).info(
                 "detect: %s %s model %s for %sx%s frames (input %sx%s), %s threads", self.runtime, self.precision,
                 path, frame_shape[1], frame_shape[0], shape[1], shape[0], rt.threads_in_use(model, self.runtime))
@@ -127,6 +128,9 @@ class Detector:
             return []
         return detect_frames(self.model_for(frames[0].shape), frames, imgsz=self.imgsz, conf=self.conf,
                              device=self.device, half=self.half)
+
+
+COMPILED = "compiled"  # the folder of OpenVINO's compiled models, in the export cache (rt.compiled_cache)
 
 
 # --- streaming frames ----------------------------------------------------------------
