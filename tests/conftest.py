@@ -13,6 +13,25 @@ from microg4m.common import media
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The modules that take longest (setup and calls, from ``--durations`` of a whole run on
+# the 2-CPU CI machine), longest first. xdist (``--dist loadfile``, with
+# ``--no-loadscope-reorder`` in pyproject.toml) hands out modules in collection order, so
+# these start first and the many short modules fill the end of the run on both workers:
+# no worker is left alone with a long module at the end. test_release comes after
+# test_default_path, whose demo run it copies (tests/demo_run.py); test_ledger after
+# test_bad_inputs, whose run it reads.
+LONGEST_FIRST = (
+    "test_interrupt.py", "test_cluster.py", "test_rerun_table.py", "test_bad_inputs.py", "test_default_path.py",
+    "test_reruns.py", "test_duplicates_workflow.py", "test_duplicates.py", "test_runtime.py", "test_dot_test.py",
+    "test_track.py", "test_release.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest modules first (LONGEST_FIRST), the others in their usual order."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))  # stable: order kept within
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _offline_ultralytics(tmp_path_factory):

