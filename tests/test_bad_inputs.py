@@ -2,8 +2,9 @@
 
 One real Snakemake run (real yt-dlp on file:// URLs, real ffmpeg, real YOLO at a small
 image size) over a sources table with one row per bad case plus one good source. The
-sources are batched (``sources_per_job: 4``), so a bad source shares its jobs with
-others: nothing it does may cost them their results. The run must exit 0 (no job may
+sources go in units of several sources (the default, ``sources_per_job: auto``: two units
+of 11 on the tests' 2 CPUs), so a bad source shares its jobs with others: nothing it does
+may cost them their results. The run must exit 0 (no job may
 fail on bad media), the good source must reach the export with kept clips, and every
 source must carry the expected status and a reason naming the cause in the download
 table, the trim status, the manifest and the ledger.
@@ -127,7 +128,7 @@ def _run(base: Path) -> Path:
     rows = sources_rows(media_dir, base)
     table = "source_id\turl\tclip_type\n" + "".join(f"{s}\t{u}\t{t}\n" for s, u, t in rows)
     wd = make_workdir(base / "wd", sources=table,
-                      config={"sources_per_job": 4, "download": {"retries": 1, "backoff_seconds": 0},
+                      config={"download": {"retries": 1, "backoff_seconds": 0},
                               "detect": {"imgsz": 160},
                               # no labels (not the demo's): template mode, every kept clip in the splits
                               "export": {"actions": "annotations/actions.csv"}})

@@ -1,7 +1,7 @@
 """The ledger accounts for every source and every clip, with a status per stage and the reason.
 
 The real-run checks reuse the bad-inputs run of tests/test_bad_inputs.py (run once per
-pytest session): 22 sources in batches of 4, half of them failing in different ways,
+pytest session): 22 sources in units of several sources, half of them failing in different ways,
 clips dropped by trim, rejected by the filter and kept. ``funnel_counts`` is also
 tested alone on hand-made ledgers.
 """
