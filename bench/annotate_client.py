@@ -34,13 +34,15 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-KINDS = ("login", "state", "clip", "frame", "label", "exclude", "caption_open", "caption", "adjudication",
-         "adjudication_clip", "final", "text_adjudication")
+KINDS = ("login", "state", "clip", "frame", "frames", "label", "exclude", "caption_open", "caption",
+         "adjudication", "adjudication_clip", "final", "text_adjudication")
 
 
 def kind_of(method: str, path: str) -> str:
     """The request kind of a request (the rows of the bench's table)."""
     if path.startswith("/clip/"):
+        if path.endswith("/frames"):
+            return "frames"  # every frame of the clip in one answer (the pages after issue 33)
         return "frame" if "/frame/" in path else "video"
     if path == "/login":
         return "login"
@@ -200,13 +202,16 @@ class Acks:
 @dataclass
 class Plan:
     """What each annotator does: ``actions`` requests (not counting frames), pauses of
-    ``think`` seconds on average between them, the frames of each opened clip fetched over
-    ``frame_connections`` connections at once (as a browser does)."""
+    ``think`` seconds on average between them, the frames of each opened clip fetched as
+    the code's pages fetch them: in one request (``frames_in_one``: GET
+    /clip/<clip>/frames), else one request per frame over ``frame_connections``
+    connections at once (as a browser does)."""
 
     actions: int
     think: float
     frame_connections: int
     label_ids: list[int]
+    frames_in_one: bool = True
     seed: int = 7
     exclude_share: float = 0.05
     caption_share: float = 0.26  # MicroG-4M: 1,238 captions for 4,759 clips
@@ -247,10 +252,14 @@ class User:
         return out
 
     def show(self, pool: ThreadPoolExecutor, clip_id: str, frames: int) -> None:
-        """Every frame of the clip at once over the frame connections, as the pages ask."""
+        """Every frame of the clip, as the pages ask: in one request, or at once over the
+        frame connections."""
         for c in self.frames:
             c.cookie = self.api.cookie
-        _spread(pool, self.frames, clip_id, frames)
+        if self.plan.frames_in_one:
+            self.frames[0].request("GET", f"/clip/{clip_id}/frames")
+        else:
+            _spread(pool, self.frames, clip_id, frames)
 
 
 class Annotator(User):

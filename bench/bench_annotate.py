@@ -19,7 +19,8 @@ python bench/bench_annotate.py --profile                       # where a request
    adjudicator made with that code's command line, then ``microg4m team serve`` (waitress)
    as a subprocess. The time until it answers is its start-up.
 3. Drives all annotators at once, as the page does: the page's state, each clip of their
-   queue opened (the clip, then every frame over ``--frame-connections`` connections), an
+   queue opened (the clip, then its frames as that code's pages load them: one request for
+   every frame, or one per frame over ``--frame-connections`` connections), an
    action per person (sometimes two), now and then an exclusion, a caption with QA pairs
    for about a quarter of the clips, a reload every ten clips; ``--actions`` requests each
    (frames not counted), ``--think`` seconds apart on average. Meanwhile the adjudicator
@@ -291,8 +292,11 @@ def one_run(code: Path, folder: dict, args, index: int) -> dict:
 
     from microg4m.formats.labels import read_label_map
 
+    # the code's pages load a clip's frames in one request (GET /clip/<clip>/frames) or one per frame
+    frames_in_one = "/frames`" in (code / "microg4m" / "annotate" / "static" / "page.js").read_text()
     plan = ac.Plan(actions=args.actions, think=args.think, frame_connections=args.frame_connections,
-                   label_ids=[int(i) for i in read_label_map(code / "annotations" / "label_map.pbtxt")["id"]])
+                   label_ids=[int(i) for i in read_label_map(code / "annotations" / "label_map.pbtxt")["id"]],
+                   frames_in_one=frames_in_one)
     rec, acks, stop = ac.Recorder(), ac.Acks(), threading.Event()
     clients = [ac.Annotator(n, server.port, plan, rec, acks, stop, args.timeout) for n in annotators]
     clients.append(ac.Adjudicator("judge", server.port, plan, rec, acks, stop, args.timeout))

@@ -308,3 +308,36 @@ def test_the_frame_cache_size_is_a_setting(tmp_path, clip_video):
     project = make_project(tmp_path / "team", results=res)
     project.settings = dataclasses.replace(project.settings, frame_cache_mb=48)
     assert team_app(project, {"127.0.0.1"}).extensions["microg4m.frames"].max_bytes == 48 << 20
+
+
+# ---------------------------------------------------------------- every frame in one answer
+
+
+def split_frames(r) -> list[bytes]:
+    """The JPEGs of a ``GET /clip/<clip>/frames`` answer, as the page splits them (page.js)."""
+    lengths = [int(n) for n in r.headers["X-Frame-Lengths"].split(",")]
+    assert sum(lengths) == len(r.data)
+    offsets = np.cumsum([0, *lengths])
+    return [r.data[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def test_the_pages_one_request_per_clip_gives_every_frame_as_the_frame_route_does(tmp_path, clip_video, decodes):
+    """What the pages load (GET /clip/<clip>/frames) is frame 1..90 of the frame route, byte
+    for byte, decoded or from the export's JPEGs; one decode; answered 304 with its tag."""
+    app, res, ann = make_app(tmp_path, clip_video)
+    c = token_client(app)
+    r = c.get("/clip/dancer_001/frames")
+    assert r.status_code == 200 and r.headers["Cache-Control"] == "no-cache"
+    got = split_frames(r)
+    assert len(got) == 90 and got == [c.get(f"/clip/dancer_001/frame/{n}.jpg").data for n in range(1, 91)]
+    assert decodes.count["dancer_001"] == 1
+    assert np.abs(image(got[44]) - decoded(clip_path(res, "dancer_001"), 45)).mean() < 4
+    assert c.get("/clip/dancer_001/frames", headers={"If-None-Match": r.headers["ETag"]}).status_code == 304
+    out = export_frames(res)  # the export's JPEGs: their bytes, under a new tag
+    r2 = token_client(create_app(str(res), str(ann / "actions.csv"), str(ann / "screening_excluded.txt"),
+                                 str(LABEL_MAP))).get("/clip/dancer_001/frames", headers={"If-None-Match": r.headers["ETag"]})
+    assert r2.status_code == 200 and r2.headers["ETag"] != r.headers["ETag"]
+    assert split_frames(r2) == [(out.clip_files("dancer_001").frames_dir / f"dancer_001_{n:06d}.jpg").read_bytes()
+                                for n in range(1, 91)]
+    assert decodes.count["dancer_001"] == 1  # nothing decoded for them
+    assert c.get("/clip/nosuch_000/frames").status_code == 404

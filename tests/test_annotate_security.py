@@ -60,7 +60,8 @@ def test_a_request_without_the_token_is_refused(page):
     port, token, ann = page
     bearer = {"Authorization": f"Bearer {token}"}
     for method, path, body in (("GET", "/api/state", None), ("GET", "/api/clips/dancer_000", None),
-                               ("GET", "/clip/dancer_000/frame/1.jpg", None), ("GET", "/api/vqa", None),
+                               ("GET", "/clip/dancer_000/frame/1.jpg", None), ("GET", "/clip/dancer_000/frames", None),
+                               ("GET", "/api/vqa", None),
                                ("POST", "/api/actions", json.dumps(ACTION)),
                                ("POST", "/api/screening", json.dumps({"clip_id": "dancer_001", "excluded": True}))):
         for headers in ({}, {"Authorization": "Bearer wrong-token"}, {"Cookie": f"microg4m-annotate-{port}=wrong"}):

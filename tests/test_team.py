@@ -129,6 +129,7 @@ CASES = [
     ("anon", "GET", "/api/state", None, True, 401, "not logged in"),
     ("anon", "POST", "/api/actions", body(MINE), False, 401, "not logged in"),
     ("anon", "GET", f"/clip/{MINE}/frame/1.jpg", None, True, 401, "not logged in"),
+    ("anon", "GET", f"/clip/{MINE}/frames", None, True, 401, "not logged in"),
     ("anon", "GET", "/api/adjudication", None, True, 401, "not logged in"),
     ("anon", "GET", "/", None, True, 302, "/login"),
     ("anon", "GET", "/adjudicate", None, True, 302, "/login"),
@@ -148,6 +149,7 @@ CASES = [
     ("alice", "POST", "/api/actions", body(OTHER), True, 403, f"clip {OTHER} is not in alice's queue"),
     ("alice", "GET", f"/api/clips/{OTHER}", None, True, 403, "is not in alice's queue"),
     ("alice", "GET", f"/clip/{OTHER}/frame/1.jpg", None, True, 403, "is not in alice's queue"),
+    ("alice", "GET", f"/clip/{OTHER}/frames", None, True, 403, "is not in alice's queue"),
     ("alice", "POST", "/api/final", {"clip_id": MINE, "excluded": True}, True, 403, "is for adjudicators"),
     # an annotator on the adjudication view, an adjudicator on an annotator's
     ("alice", "GET", "/adjudicate", None, True, 403, "/adjudicate is for adjudicators; alice is an annotator"),

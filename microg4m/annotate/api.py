@@ -8,6 +8,7 @@ change the files; nested at most ``guard.MAX_JSON_DEPTH`` deep.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Callable
@@ -116,10 +117,11 @@ def exported_frame(res: Results, clip_id: str, n: int) -> Path | None:
 
 def install_media(app: Flask, res: Results, readable: Callable, cache_control: str,
                   frame_cache_bytes: int | None = None) -> FrameCache:
-    """``GET /clip/<clip>/frame/<n>.jpg`` (frame n, 1-based) and ``GET /clip/<clip>.mp4``
-    for the clips ``readable(clip_id)`` returns (it raises Refused for the others). The
-    frames come from one :class:`FrameCache` of ``frame_cache_bytes`` (None: the schema's
-    default), also kept as ``app.extensions["microg4m.frames"]``."""
+    """``GET /clip/<clip>/frame/<n>.jpg`` (frame n, 1-based), ``GET /clip/<clip>/frames``
+    (every frame in one answer: what the pages load) and ``GET /clip/<clip>.mp4`` for the
+    clips ``readable(clip_id)`` returns (it raises Refused for the others). The frames come
+    from one :class:`FrameCache` of ``frame_cache_bytes`` (None: the schema's default), also
+    kept as ``app.extensions["microg4m.frames"]``."""
     cache = app.extensions["microg4m.frames"] = FrameCache(frame_cache_bytes)
 
     @app.get("/clip/<clip_id>/frame/<int:n>.jpg")
@@ -132,6 +134,25 @@ def install_media(app: Flask, res: Results, readable: Callable, cache_control: s
             resp = Response(found.read(), mimetype="image/jpeg")
         resp.set_etag(found.etag)
         resp.headers["Cache-Control"] = cache_control  # revalidate: a re-run may change the clip
+        return resp
+
+    @app.get("/clip/<clip_id>/frames")
+    def frames(clip_id: str):
+        """Every frame of the clip in one answer, as the pages load a clip: the JPEGs one
+        after another, their lengths in ``X-Frame-Lengths`` (frame 1 first); one entity tag
+        over the frames' tags, so that a browser that has them is answered 304."""
+        c = readable(clip_id)
+        path = inside(c.path, res.root)
+        found = [cache.lookup(path, n, exported_frame(res, c.clip_id, n)) for n in range(1, c.frames + 1)]
+        etag = hashlib.sha1("\n".join(f.etag for f in found).encode()).hexdigest()
+        if request.if_none_match.contains_weak(etag):
+            resp = Response(status=304)
+        else:
+            jpegs = [f.read() for f in found]
+            resp = Response(b"".join(jpegs), mimetype="application/octet-stream")
+            resp.headers["X-Frame-Lengths"] = ",".join(str(len(j)) for j in jpegs)
+        resp.set_etag(etag)
+        resp.headers["Cache-Control"] = cache_control
         return resp
 
     @app.get("/clip/<clip_id>.mp4")

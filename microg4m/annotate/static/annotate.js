@@ -77,13 +77,7 @@ async function openClip(id) {
     S.person = clip.persons.length ? clip.persons[0] : null;
     S.pending = {};
     S.search = "";
-    S.images = [];
-    for (let n = 1; n <= clip.frames; n++) {
-      const img = new Image();
-      img.onload = () => { if (n === S.frame) draw(); };
-      img.src = `/clip/${encodeURIComponent(id)}/frame/${n}.jpg`;
-      S.images.push(img);
-    }
+    S.images = clipFrames(id, clip.frames, (n) => { if (n === S.frame) draw(); });
     const k = Math.max(1, Math.ceil(640 / clip.width));
     $("canvas").width = clip.width * k;
     $("canvas").height = clip.height * k;
@@ -184,7 +178,7 @@ function tick(t) {
         next = 1;
       }
       const img = S.images[next - 1];
-      if (!img || !img.complete) { S.acc = 0; break; } // wait for the frame
+      if (!img || !img.naturalWidth) { S.acc = 0; break; } // wait for the frame
       S.frame = next;
     }
     draw();

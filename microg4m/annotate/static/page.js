@@ -35,3 +35,36 @@ function toast(msg, ok = false) {
   clearTimeout(toast.timer);
   toast.timer = setTimeout(() => (t.hidden = true), 5000);
 }
+
+// The frames of a clip as Image objects (index n - 1 for frame n), filled from one request:
+// GET /clip/<id>/frames answers the JPEGs one after another, their lengths in the header
+// X-Frame-Lengths (one request per clip, not one per frame; a browser that has them
+// revalidates them in one request too). onload(n) runs once frame n can be drawn. Opening
+// another clip releases the images of the one before; an answer for a clip no longer open
+// is dropped.
+function clipFrames(id, count, onload) {
+  const gen = (clipFrames.gen = (clipFrames.gen || 0) + 1);
+  (clipFrames.urls || []).forEach((u) => URL.revokeObjectURL(u));
+  clipFrames.urls = [];
+  const images = Array.from({ length: count }, () => new Image());
+  fetch(`/clip/${encodeURIComponent(id)}/frames`)
+    .then(async (r) => {
+      if (!r.ok) {
+        const data = await r.json().catch(() => ({}));
+        throw new Error(data.error || `${r.status} ${r.statusText}`);
+      }
+      const lengths = (r.headers.get("X-Frame-Lengths") || "").split(",").map(Number);
+      const buf = await r.arrayBuffer();
+      if (gen !== clipFrames.gen) return; // another clip was opened meanwhile
+      let offset = 0;
+      lengths.slice(0, count).forEach((len, i) => {
+        const url = URL.createObjectURL(new Blob([new Uint8Array(buf, offset, len)], { type: "image/jpeg" }));
+        offset += len;
+        clipFrames.urls.push(url);
+        images[i].onload = () => onload(i + 1);
+        images[i].src = url;
+      });
+    })
+    .catch((e) => toast(`the frames of ${id} did not load (${e.message})`));
+  return images;
+}

@@ -102,13 +102,7 @@ async function openClip(id) {
   if (!same) {
     const withBoxes = Object.keys(clip.boxes).map(Number);
     A.frame = withBoxes.length ? Math.min(...withBoxes) : 1;
-    A.images = [];
-    for (let n = 1; n <= clip.frames; n++) {
-      const img = new Image();
-      img.onload = () => { if (n === A.frame) draw(); };
-      img.src = `/clip/${encodeURIComponent(id)}/frame/${n}.jpg`;
-      A.images.push(img);
-    }
+    A.images = clipFrames(id, clip.frames, (n) => { if (n === A.frame) draw(); });
     $("frame-range").max = clip.frames;
   }
   $("clip-id").textContent = id;
@@ -188,7 +182,7 @@ function tick(t) {
       A.acc -= 1;
       const next = A.frame % A.clip.frames + 1;
       const img = A.images[next - 1];
-      if (!img || !img.complete) { A.acc = 0; break; }
+      if (!img || !img.naturalWidth) { A.acc = 0; break; } // wait for the frame
       A.frame = next;
     }
     draw();

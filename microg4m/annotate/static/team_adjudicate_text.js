@@ -87,13 +87,7 @@ async function openClip(id) {
   if (!same) {
     const withBoxes = Object.keys(clip.boxes).map(Number);
     T.frame = withBoxes.length ? Math.min(...withBoxes) : 1;
-    T.images = [];
-    for (let n = 1; n <= clip.frames; n++) {
-      const img = new Image();
-      img.onload = () => { if (n === T.frame) draw(); };
-      img.src = `/clip/${encodeURIComponent(id)}/frame/${n}.jpg`;
-      T.images.push(img);
-    }
+    T.images = clipFrames(id, clip.frames, (n) => { if (n === T.frame) draw(); });
     $("frame-range").max = clip.frames;
     const cv = $("frame");
     cv.width = clip.width; cv.height = clip.height;
@@ -222,7 +216,7 @@ function tick(t) {
     while (T.acc >= 1) {
       T.acc -= 1;
       const next = T.frame % T.clip.frames + 1, img = T.images[next - 1];
-      if (!img || !img.complete) { T.acc = 0; break; }
+      if (!img || !img.naturalWidth) { T.acc = 0; break; } // wait for the frame
       T.frame = next;
     }
     draw();
