@@ -3,7 +3,7 @@ localrules:
 
 
 rule units:
-    """The unit plan of the run, results/units.tsv (unit, source_id), and no per-unit file
+    """The unit plan of the run, results/units.tsv (unit, source_id, frames), and no per-unit file
     or folder of another plan left (microg4m/stages/units.py); re-run when the plan changes.
     """
     output:
@@ -16,6 +16,7 @@ rule units:
         "../envs/microg4m.yaml"
     params:
         plan=UNITS,
+        frames=UNIT_FRAMES,
         per_unit=lambda wildcards: per_unit_paths(),
     script:
         "../scripts/units.py"
