@@ -1,17 +1,13 @@
-"""Job units (``sources_per_job``): the rule itself, the jobs a real dry run plans under
-``auto`` for 10 and for 10^4 sources, and units balanced by work that re-runs keep."""
+"""Job units (``sources_per_job``): the rule itself, and the jobs a real dry run plans
+under ``auto`` for 10 and for 10^4 sources."""
 
 import math
 import re
-import subprocess
 from pathlib import Path
 
-import imageio_ffmpeg
 import pytest
 
-from microg4m.common import media
-from microg4m.common.units import AUTO_MAX, CLIP_FRAMES, DEFAULT_FRAMES, loads, make_units, per_job, plan, spread
-from microg4m.formats.unit_plan import read_frames, read_plan
+from microg4m.common.units import AUTO_MAX, make_units, per_job
 from workflow import dry_run_jobs, make_workdir, set_config, slots, snakemake
 
 # the stages that run one job per unit; the others run once
@@ -114,85 +110,3 @@ def test_only_jobs_that_use_a_gpu_take_the_gpu_resource(tmp_path):
     assert job_resources(snakemake(wd, "-n"))["track"] == {"0"}  # a ReID model on the CPU
     set_config(wd, "track", device="cuda")
     assert job_resources(snakemake(wd, "-n"))["track"] == {"1"}
-
-
-# ---------------------------------------------------------------- units balanced by work
-
-LENGTHS = [4, 7, 10, 16, 25, 40, 55, 80, 110, 150]  # seconds: 1 to 50 clips
-
-
-def changed(before: dict, after: dict) -> set[str]:
-    """The units whose sources differ between two plans (new, gone or another list)."""
-    return {u for u in set(before) | set(after) if before.get(u) != after.get(u)}
-
-
-def test_auto_packs_longest_first_and_an_appended_source_re_plans_one_unit():
-    ids = [f"s{i}" for i in range(len(LENGTHS))]
-    frames = {s: (d // 3) * CLIP_FRAMES for s, d in zip(ids, LENGTHS)}
-    units = plan(ids, "auto", 2, frames=frames)
-    assert len(units) == 2 and sorted(s for v in units.values() for s in v) == sorted(ids)
-    assert spread(units, frames) <= 0.15
-    assert spread(make_units(ids, 5), frames) > 0.5  # consecutive batches: 19 clips against 143
-    assert plan(ids, "auto", 2, frames=frames, previous=units) == units  # a re-run plans the same
-    for new, length in [("late", 3 * CLIP_FRAMES), ("long", 60 * CLIP_FRAMES), ("unknown", None)]:
-        more = plan(ids + [new], "auto", 2, frames={**frames, new: length}, previous=units)
-        assert len(changed(units, more)) == 1
-        light = min(units, key=loads(units, frames).get)
-        assert more[light] == sorted(units[light] + [new], key=(ids + [new]).index)
-    # more sources than fit the units: a new unit, the others untouched
-    many = [f"m{i}" for i in range(2 * AUTO_MAX)]  # two full units on 2 CPUs
-    full = plan(many, "auto", 2)
-    grown = plan(many + ["x"], "auto", 2, previous=full)
-    assert len(full) == 2 and changed(full, grown) == {"batch00002"} and grown["batch00002"] == ["x"]
-    # a removed source leaves every other source in its unit
-    fewer = plan(ids[1:], "auto", 2, frames=frames, previous=units)
-    assert {u: [s for s in v if s != "s0"] for u, v in units.items()} == fewer
-    # an integer keeps consecutive batches; unknown lengths count as the median (or the default)
-    assert plan(ids, 5, 2, frames=frames, previous=units) == make_units(ids, 5)
-    assert plan(["a", "b", "c"], "auto", 2) == {"batch00000": ["a", "b"], "batch00001": ["c"]}
-    assert plan(list("abcde"), "auto", 2, frames={"a": 90, "e": 90}) == {"batch00000": ["a", "b", "c"],
-                                                                         "batch00001": ["d", "e"]}
-    # c and d as the median, 495: a | c, d | then b onto a's unit
-    assert plan(list("abcd"), "auto", 2, frames={"a": 900, "b": 90}) == {"batch00000": ["a", "b"],
-                                                                         "batch00001": ["c", "d"]}
-    assert DEFAULT_FRAMES == 10 * CLIP_FRAMES
-
-
-def video(path: Path, seconds: int) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-f", "lavfi", "-i",
-                    f"testsrc=size=64x48:rate=30:duration={seconds}", "-c:v", "libx264", "-preset", "ultrafast",
-                    "-pix_fmt", "yuv420p", str(path)], check=True)
-
-
-ESTIMATE = re.compile(r"units: (\d+) \(sources_per_job: auto\), estimated frames per unit min (\d+) max (\d+)")
-
-
-@pytest.mark.skipif(slots() < 2, reason="one CPU: one unit")
-def test_ten_local_sources_of_very_different_lengths_end_together_and_re_runs_keep_the_units(tmp_path):
-    """A real dry run estimates the units' frames from the files; the units rule writes
-    them; a re-run plans nothing; an appended source re-plans one unit."""
-    wd = tmp_path / "wd"
-    names = [f"len{d:03d}" for d in LENGTHS]
-    for name, seconds in zip(names, LENGTHS):
-        video(wd / "videos" / f"{name}.mp4", seconds)
-    table = "source_id\turl\tclip_type\n" + "".join(f"{n}\tvideos/{n}.mp4\tr\n" for n in names)
-    make_workdir(wd, sources=table, config={"sources_per_job": "auto"})
-    dry = snakemake(wd, "-n")
-    count, least, most = map(int, ESTIMATE.search(dry.stdout + dry.stderr).groups())
-    assert count == 2 and (most - least) / most <= 0.15, (least, most)
-    assert "0 of 10 sources planned without a known length" in dry.stdout + dry.stderr
-    snakemake(wd, "results/units.tsv")
-    units, frames = read_plan(wd / "results" / "units.tsv"), read_frames(wd / "results" / "units.tsv")
-    for name in names:  # the clips' frames, by ffmpeg's reading of the file
-        assert frames[name] == int(media.probe(wd / "videos" / f"{name}.mp4").duration // 3) * CLIP_FRAMES
-    assert sorted(loads(units, frames).values()) == [least, most]
-    assert dry_run_jobs(wd, "results/units.tsv") == {}  # the same plan from the same inputs
-    assert "units" not in dry_run_jobs(wd)
-    video(wd / "videos" / "late.mp4", 20)
-    (wd / "config" / "sources.tsv").write_text(table + "late\tvideos/late.mp4\tr\n")
-    snakemake(wd, "results/units.tsv")
-    after = read_plan(wd / "results" / "units.tsv")
-    assert len(after) == 2 and len(changed(units, after)) == 1
-    (unit,) = changed(units, after)
-    assert after[unit] == units[unit] + ["late"] and unit == min(units, key=loads(units, frames).get)

@@ -133,19 +133,6 @@ def probe(path: str | os.PathLike) -> VideoInfo:
                      str(meta.get("codec") or ""))
 
 
-def container_duration(path: str | os.PathLike) -> float | None:
-    """Seconds of video by the container's metadata (frame count / frame rate, no frame
-    decoded: milliseconds, where probe runs ffmpeg); None when it cannot be read."""
-    cap = cv2.VideoCapture(str(path))
-    try:
-        if not cap.isOpened():
-            return None
-        frames, fps = cap.get(cv2.CAP_PROP_FRAME_COUNT), cap.get(cv2.CAP_PROP_FPS)
-    finally:
-        cap.release()
-    return frames / fps if frames > 0 and fps > 0 else None
-
-
 def iter_frames(path: str | os.PathLike, limit: int | None = None) -> Iterator[np.ndarray]:
     """Decode frames (BGR, HxWx3 uint8) one at a time; memory does not grow with length."""
     cap = cv2.VideoCapture(str(path))

@@ -33,7 +33,7 @@ from microg4m.engines import ytdlp_options
 from microg4m.common.atomic import write_text, write_tsv
 from microg4m.formats.sources import normalize_url
 from microg4m.engines.ytdlp_options import DEFAULT_FORMAT, YtdlpLog, ydl_options
-from microg4m.formats.records import RECORD_COLUMNS, read_saved, record_file
+from microg4m.formats.records import RECORD_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,10 @@ def _existing_video(video_dir: Path, source_id: str) -> Path | None:
 # Snakemake re-runs it) returns that record unchanged instead of facts it cannot learn
 # again from the file alone. The record is written before the video is moved into
 # place, so a video under its final name always has its record.
+def record_file(video_dir: Path, source_id: str) -> Path:
+    return Path(video_dir) / f"{source_id}.record.json"
+
+
 def _staging(video_dir: Path, source_id: str, url: str) -> Path:
     """The folder yt-dlp writes into (partial files stay there for the next attempt);
     named by the URL so that a changed URL never resumes the old one's parts."""
@@ -71,10 +75,13 @@ def _staging(video_dir: Path, source_id: str, url: str) -> Path:
 def _first_record(video_dir: Path, video: Path, source_id: str, url: str, clip_type: str, fmt: str,
                   results: Path):
     """The record of ``video``'s first run if it is the download of this url and format."""
-    saved = read_saved(video_dir, source_id)
-    if saved is None:
+    try:
+        saved = json.loads(record_file(video_dir, source_id).read_text(encoding="utf-8"))
+        record = saved["record"]
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    record = saved["record"]
+    if not isinstance(record, dict):
+        return None
     same = (record.get("source_id"), record.get("url"), record.get("clip_type"), saved.get("format"))
     if same != (source_id, url, clip_type, fmt) or record.get("path") != os.path.relpath(video, results):
         return None
@@ -100,7 +107,7 @@ def _local_changed(video_dir: Path, source_id: str, local: Path, record: dict) -
     size and sha256 against the record's."""
     if not local.is_file():
         return None
-    saved = (read_saved(video_dir, source_id) or {}).get("local")
+    saved = json.loads(record_file(video_dir, source_id).read_text(encoding="utf-8")).get("local")
     now = _stamp(local)
     if saved is not None:
         changed = [k for k in ("size", "mtime_ns") if saved.get(k) != now[k]]

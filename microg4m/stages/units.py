@@ -43,11 +43,9 @@ def orphans(patterns: list[str], plan: dict[str, list[str]]) -> list[Path]:
     return sorted(found)
 
 
-def run(out: str | os.PathLike, plan: dict[str, list[str]], per_unit: list[str],
-        frames: dict[str, int | None] | None = None) -> list[Path]:
-    """Write the plan to ``out`` (with the ``frames`` each source was planned with) and
-    remove the per-unit paths of units not in it; return them."""
-    write_plan(out, plan, frames)
+def run(out: str | os.PathLike, plan: dict[str, list[str]], per_unit: list[str]) -> list[Path]:
+    """Write the plan to ``out`` and remove the per-unit paths of units not in it; return them."""
+    write_plan(out, plan)
     removed = orphans(per_unit, plan)
     for path in removed:
         if path.is_dir() and not path.is_symlink():

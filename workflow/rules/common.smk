@@ -3,13 +3,11 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 from snakemake.io import strip_wildcard_constraints
-from snakemake.logging import logger
 
 from microg4m import config as _config
 from microg4m.common import units as _units
 from microg4m.engines.runtime import uses_gpu
 from microg4m.formats import download_settings as _download_settings
-from microg4m.formats import unit_plan as _unit_plan
 from microg4m.formats.decisions import read_screening
 from microg4m.formats.sources import load_sources, normalize_url
 from microg4m.release import settings as _release
@@ -58,22 +56,10 @@ def job_slots():
     return len(os.sched_getaffinity(0))
 
 
-# The units (microg4m/formats/unit_plan.py, microg4m/common/units.py): under auto balanced
-# by the sources' frames, from the last run's plan (results/units.tsv) so that re-runs keep
-# them; on a cluster without the download records, which the compute node's Snakemake may
-# see and the submitting one did not.
-UNITS, UNIT_FRAMES, _ESTIMATE = _unit_plan.for_run(
-    SOURCES, config["sources_per_job"], job_slots(), RESULTS, downloads=not ON_CLUSTER
+UNITS = _units.make_units(
+    list(SOURCES.index),
+    _units.per_job(config["sources_per_job"], len(SOURCES), job_slots()),
 )
-if _ESTIMATE is not None and not workflow.remote_exec:
-    _work = _units.loads(UNITS, _ESTIMATE)
-    _unknown = sum(f is None for f in UNIT_FRAMES.values())
-    logger.info(
-        f"units: {len(UNITS)} (sources_per_job: auto), estimated frames per unit "
-        f"min {min(_work.values())} max {max(_work.values())} "
-        f"(spread {100 * _units.spread(UNITS, _ESTIMATE):.1f} %); "
-        f"{_unknown} of {len(SOURCES)} sources planned without a known length"
-    )
 
 
 def per_unit_paths():

@@ -1,8 +1,5 @@
 rule demo_media:
     """Make a demo source video from footage shipped inside Python packages."""
-    input:
-        # the unit plan is written before the demo's files exist (see rules/units.smk)
-        plan=ancient(R("units.tsv")),
     output:
         "resources/demo/{name}.mp4",
     log:

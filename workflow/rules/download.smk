@@ -12,8 +12,6 @@ rule download:
         transport=ancient(R("download/settings.json")),
         # the videos and their records, kept across re-runs (rules/cache.smk)
         videos=ancient(R("download/videos")),
-        # the unit plan is written before anything is fetched (see rules/units.smk)
-        plan=ancient(R("units.tsv")),
     output:
         R("download/{unit}.tsv"),
     log:
