@@ -28,7 +28,7 @@ from microg4m.formats.signatures import read_signatures
 from microg4m.formats.tracks import COLUMNS as TRACK_COLUMNS
 
 LABEL_MAP = REPO / "annotations" / "label_map.pbtxt"
-ORIGINALS = {"dancer": (5, 9), "pianist": (10, 9), "bikes": (0, 9), "vtest": (20, 12)}  # footage: (start s, length s)
+ORIGINALS = {"dancer": (5, 9), "pianist": (10, 6), "bikes": (0, 6), "vtest": (20, 6)}  # footage: (start s, length s)
 SHIFT_S = 1.3
 CHANGES = {  # one change per re-upload (ffmpeg options after the input)
     "reencode": ["-crf", "42"],  # low quality
@@ -154,7 +154,7 @@ def test_reuploaded_clips_are_matched_to_their_originals(corpus):
                 sims.setdefault(copy.rsplit("_", 1)[0].split("_", 1)[1], []).append(r.similarity)
     print("similarity with the original, min / median per change:",
           {c: f"{min(v):.2f} / {np.median(v):.2f}" for c, v in sorted(sims.items())})
-    assert set(found) == set(CHANGES) and len(everything) >= 75
+    assert set(found) == set(CHANGES) and len(everything) >= 55  # 6 changes x 9 clips, shift 5
     assert sum(everything) / len(everything) >= 0.95, per_change
     assert all(sum(v) / len(v) >= 0.9 for v in found.values()), per_change
 

@@ -1,7 +1,8 @@
 """Re-runs under one source per job (``sources_per_job: 1``, the extra case; every row of
 docs/running.md's re-run table is tested on the default path in tests/test_rerun_table.py).
 
-One real demo run (three sources, one of them failing) is shared by the tests of this
+One real demo run (two sources; a failing download is tests/test_bad_inputs.py's and
+tests/test_default_path.py's) is shared by the tests of this
 module: the demo's labels reach every training file, CVAT corrections and a label edit
 re-run only what follows them (the dry run's job list, then a real run of the same jobs),
 and the report. The run uses the
@@ -25,7 +26,7 @@ import loaders
 from workflow import dry_run_jobs, jobs_ran, make_workdir, snakemake
 
 SOURCES = "source_id\turl\tclip_type\ndancer\tresources/demo/dancer.mp4\tr\n" \
-          "scenecut\tresources/demo/scenecut.mp4\tr\nmissing\thttp://127.0.0.1:9/missing.mp4\tr\n"
+          "scenecut\tresources/demo/scenecut.mp4\tr\n"
 
 
 WRAPPER_VERSION = "ffmpeg version microg4m-test-wrapper"
