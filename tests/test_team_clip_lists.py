@@ -74,13 +74,12 @@ def test_the_clip_list_shows_every_change_at_the_next_request(tmp_path):
 
 
 def test_every_annotators_list_is_made_when_the_server_starts(tmp_path, monkeypatch):
-    """The server makes each active annotator's list when it starts: an annotator's first
-    state makes no entry, and gives what a fresh server gives."""
+    """The server makes each active annotator's list when it starts, before it answers: an
+    annotator's first state makes no entry, and gives what a fresh server gives."""
     from microg4m.annotate.team import clip_lists
 
     project = make_project(tmp_path)  # alice and bob
     app = create_app(project, {"127.0.0.1"})
-    app.extensions["microg4m.team.warm"].join(60)
     assert sorted(app.extensions["microg4m.team.lists"]._lists) == ["alice", "bob"]
     made = []
     real = clip_lists.clip_state

@@ -29,7 +29,7 @@ def install(app: Flask, project, ctx) -> None:
     res = project.results
     lists = ClipLists(res)  # each annotator's clip list, made again only where it changed
     app.extensions["microg4m.team.lists"] = lists
-    app.extensions["microg4m.team.warm"] = lists.warm(project.connect)  # made once at start, beside requests
+    lists.warm(ctx.conn())  # every annotator's list made once, before the server answers
     suggestions = Suggestions(res, project.label_ids, enabled=project.settings.suggestions)  # suggestions.py
 
     def my_state(clip, snap: Snapshot, me: str) -> dict:

@@ -16,14 +16,13 @@ made from them, and a request does work only for what may have changed:
   and only the entries that differ made again.
 
 So a state costs the same at 4,759 and at 47,590 clips unless something changed. The
-server makes every active annotator's list once when it starts (:meth:`ClipLists.warm`, in
-a thread of its own), so that neither does an annotator's first state.
+server makes every active annotator's list once when it starts, before it answers
+(:meth:`ClipLists.warm`), so that neither does an annotator's first state.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import sqlite3
 import threading
 from dataclasses import dataclass, field
@@ -31,7 +30,6 @@ from dataclasses import dataclass, field
 from ..api import clip_state
 from .decisions import Snapshot
 
-log = logging.getLogger("microg4m.team")
 BATCH = 20  # more clips to make again than this: read the annotator's labels at once
 
 
@@ -53,25 +51,13 @@ class ClipLists:
         self._lock = threading.Lock()
         self._lists: dict[str, _List] = {}
 
-    def warm(self, connect) -> threading.Thread:
-        """Make every active annotator's list in a thread of its own (``connect()``: a new
-        database connection, closed at the end); a request that comes first makes its list
-        itself, and the thread then finds it made."""
+    def warm(self, conn: sqlite3.Connection) -> None:
+        """Make every active annotator's list (at the server's start, before it answers: made
+        beside the first requests, it held them up for seconds at 47,590 clips)."""
         from . import accounts, assign
 
-        def run():
-            conn = connect()
-            try:
-                for name in accounts.annotators(conn):
-                    self.entries(conn, name, assign.queue(conn, name))
-            except Exception as exc:  # a list not made here is made by its first request
-                log.warning("clip lists not made at start: %s: %s", type(exc).__name__, exc)
-            finally:
-                conn.close()
-
-        thread = threading.Thread(target=run, name="clip lists", daemon=True)
-        thread.start()
-        return thread
+        for name in accounts.annotators(conn):
+            self.entries(conn, name, assign.queue(conn, name))
 
     def entries(self, conn: sqlite3.Connection, me: str, queue: list[str]) -> tuple[str, int, int]:
         """(the JSON array of the entries of the queue's clips on the page, done, total)."""
