@@ -153,12 +153,12 @@ def build(root: Path, clips: int, units: int, sources_per_unit: int, work: Path,
                 n_persons += persons
                 tracks += _boxes(rng, cid, persons, r["width"], r["height"])
                 if jpeg_frames:
-                    dst = root / "frames" / cid
+                    dst = root / "frames" / unit / cid  # the frames stage's layout: frames/<unit>/<clip>/
                     dst.mkdir(parents=True)
                     src = exported[r["path"]]
                     for n in range(1, FRAMES + 1):
                         os.link(src / FRAME_TMPL.format(clip=src.name, n=n), dst / FRAME_TMPL.format(clip=cid, n=n))
-                    done.append([cid, FRAMES, "ok", ""])
+                    done.append([cid, FRAMES, "ok", "", f"{unit}/{cid}"])
         write_manifest(folder / "manifest.tsv", manifest)
         table = pd.DataFrame(decisions, columns=filter_stage.COLUMNS)
         write_tsv(root / "filter" / f"{unit}.tsv", table.assign(

@@ -73,6 +73,24 @@ def test_the_clip_list_shows_every_change_at_the_next_request(tmp_path):
     assert json.dumps(state, sort_keys=True) == json.dumps(fresh(project), sort_keys=True)
 
 
+def test_every_annotators_list_is_made_when_the_server_starts(tmp_path, monkeypatch):
+    """The server makes each active annotator's list when it starts, before it answers: an
+    annotator's first state makes no entry, and gives what a fresh server gives."""
+    from microg4m.annotate.team import clip_lists
+
+    project = make_project(tmp_path)  # alice and bob
+    app = create_app(project, {"127.0.0.1"})
+    assert sorted(app.extensions["microg4m.team.lists"]._lists) == ["alice", "bob"]
+    made = []
+    real = clip_lists.clip_state
+    monkeypatch.setattr(clip_lists, "clip_state", lambda *a: made.append(a[0].clip_id) or real(*a))
+    with serving(app) as port:
+        state = entries(Client(port).login("alice"))[1]
+    assert made == [] and state["clips"]
+    monkeypatch.undo()
+    assert json.dumps(state, sort_keys=True) == json.dumps(fresh(project), sort_keys=True)
+
+
 def test_new_clips_and_a_disabled_annotators_clips_join_the_list_at_a_write_or_a_login(tmp_path):
     """GET never writes (issue 34): what a re-run or a disabled account leaves without an
     annotator is assigned at the next write or login, and the list shows it from then on."""

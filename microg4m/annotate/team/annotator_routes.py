@@ -28,6 +28,8 @@ from .decisions import Snapshot, check_action, check_person
 def install(app: Flask, project, ctx) -> None:
     res = project.results
     lists = ClipLists(res)  # each annotator's clip list, made again only where it changed
+    app.extensions["microg4m.team.lists"] = lists
+    lists.warm(ctx.conn())  # every annotator's list made once, before the server answers
     suggestions = Suggestions(res, project.label_ids, enabled=project.settings.suggestions)  # suggestions.py
 
     def my_state(clip, snap: Snapshot, me: str) -> dict:

@@ -15,7 +15,9 @@ made from them, and a request does work only for what may have changed:
   entry was made from (dictionary lookups: the persons are kept per unit by the index),
   and only the entries that differ made again.
 
-So a state costs the same at 4,759 and at 47,590 clips unless something changed.
+So a state costs the same at 4,759 and at 47,590 clips unless something changed. The
+server makes every active annotator's list once when it starts, before it answers
+(:meth:`ClipLists.warm`), so that neither does an annotator's first state.
 """
 
 from __future__ import annotations
@@ -48,6 +50,14 @@ class ClipLists:
         self.results = results
         self._lock = threading.Lock()
         self._lists: dict[str, _List] = {}
+
+    def warm(self, conn: sqlite3.Connection) -> None:
+        """Make every active annotator's list (at the server's start, before it answers: made
+        beside the first requests, it held them up for seconds at 47,590 clips)."""
+        from . import accounts, assign
+
+        for name in accounts.annotators(conn):
+            self.entries(conn, name, assign.queue(conn, name))
 
     def entries(self, conn: sqlite3.Connection, me: str, queue: list[str]) -> tuple[str, int, int]:
         """(the JSON array of the entries of the queue's clips on the page, done, total)."""
