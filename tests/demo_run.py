@@ -11,14 +11,12 @@ waits and copies the same run. A copy keeps the files' modification times
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
-from workflow import REPO, snakemake
+from workflow import REPO, once_per_session, snakemake
 
 CASE = ".test/demo"
 RESULTS = f"{CASE}/results"
@@ -43,14 +41,6 @@ def _make(wd: Path) -> None:
 
 def demo_copy(tmp_path_factory, dest: Path) -> Path:
     """A copy of the session's demo run at ``dest`` (the run made first if no module has)."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent
-    base = root / "demo_run"
-    with FileLock(str(root / "demo_run.lock")):
-        if not (base / "done").is_file():
-            shutil.rmtree(base, ignore_errors=True)
-            _make(base / "wd")
-            (base / "done").touch()
+    base = once_per_session(tmp_path_factory, "demo_run", lambda folder: _make(folder / "wd"))
     shutil.copytree(base / "wd", dest, symlinks=True)
     return dest

@@ -15,15 +15,12 @@ checked separately: the run stops before any job, naming the row and the field.
 
 from __future__ import annotations
 
-import os
 import random
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from filelock import FileLock
 
 from conftest import ffmpeg, get_footage
 from microg4m.common import media
@@ -32,7 +29,7 @@ from microg4m.formats.results_index import ResultsIndex
 from microg4m.stages.ledger import COLUMNS as LEDGER_COLUMNS
 from microg4m.formats.manifest import COLUMNS as MANIFEST_COLUMNS
 from microg4m.stages.trim import STATUS_COLUMNS
-from workflow import make_workdir, snakemake
+from workflow import make_workdir, once_per_session, snakemake
 
 H264 = ["-an", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
 # File names (relative to the workdir) that the shell-metacharacter rows would create
@@ -141,16 +138,7 @@ def bad_inputs_run(tmp_path_factory) -> Path:
     """The workdir of the one real run over every bad input: made once per pytest session,
     also when xdist runs this module and tests/test_ledger.py on two workers (their base
     folders are siblings; the second waits on the lock and reuses the first's run)."""
-    root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        root = root.parent
-    base = root / "bad_inputs"
-    with FileLock(str(root / "bad_inputs.lock")):
-        if not (base / "done").is_file():
-            shutil.rmtree(base, ignore_errors=True)
-            base.mkdir()
-            _run(base)
-            (base / "done").touch()
+    base = once_per_session(tmp_path_factory, "bad_inputs", _run)
     return base / "wd"
 
 

@@ -83,3 +83,22 @@ def jobs_ran(proc: subprocess.CompletedProcess) -> dict[str, int]:
 
 def dry_run_jobs(workdir: Path, *targets: str) -> dict[str, int]:
     return jobs_ran(snakemake(workdir, "-n", *targets))
+
+
+def once_per_session(tmp_path_factory, name: str, make) -> Path:
+    """The folder ``<session>/<name>``, made by ``make(folder)`` once per pytest session:
+    under a file lock in the folder above the xdist workers' base folders (which are
+    siblings), so that a module on another worker waits for it and reuses it."""
+    from filelock import FileLock
+
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    base = root / name
+    with FileLock(str(root / f"{name}.lock")):
+        if not (base / "done").is_file():
+            shutil.rmtree(base, ignore_errors=True)
+            base.mkdir()
+            make(base)
+            (base / "done").touch()
+    return base
