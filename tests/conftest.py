@@ -13,13 +13,13 @@ from microg4m.common import media
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The modules that take longest (setup and calls, from ``--durations`` of a whole run on
-# the 2-CPU CI machine), longest first. xdist (``--dist loadfile``, with
-# ``--no-loadscope-reorder`` in pyproject.toml) hands out modules in collection order, so
-# these start first and the many short modules fill the end of the run on both workers:
-# no worker is left alone with a long module at the end. test_release comes after
-# test_default_path, whose demo run it copies (tests/demo_run.py); test_ledger after
-# test_bad_inputs, whose run it reads.
+# The modules that take longest (setup and calls, from ``--durations`` of whole runs on
+# 2 CPUs, CI's and a development machine's), longest first. xdist (``--dist loadfile``,
+# with ``--no-loadscope-reorder`` in pyproject.toml) hands out modules in collection order,
+# so these start first and the many short modules fill the end of the run on both
+# workers: no worker is left alone with a long module at the end. test_release comes
+# well after test_default_path, which makes the session's demo run that both copy
+# (tests/demo_run.py); test_ledger after test_bad_inputs, whose run it reads.
 LONGEST_FIRST = (
     "test_interrupt.py", "test_cluster.py", "test_rerun_table.py", "test_bad_inputs.py", "test_default_path.py",
     "test_reruns.py", "test_duplicates_workflow.py", "test_duplicates.py", "test_runtime.py", "test_dot_test.py",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import csv
+import gc
 import getpass
 import ipaddress
 import logging
@@ -111,8 +111,8 @@ def serve(project, args: argparse.Namespace, s: Settings) -> None:
               f"HTTPS or on localhost: put a TLS reverse proxy in front (docs/team.md)", file=sys.stderr)
     app = create_app(project, allowed_hosts(args.host, args.allowed_host), args.session_hours or s.session_hours)
     # What the start made (the results index, every annotator's list) lives as long as the
-    # server: out of the garbage collector's sight, whose full passes over it held every
-    # request up for a second or two at 47,590 clips.
+    # server: kept out of the garbage collector's full passes (at 47,590 clips this lowered
+    # the p50s a little; docs/benchmarks.md).
     gc.collect()
     gc.freeze()
     server = Server(app, args.host, args.port, server_settings)
