@@ -5,7 +5,8 @@ Select or skip them with ``-m cluster`` / ``-m "not cluster"``. Each test prints
 time. Two sources each keep them small (every job costs seconds of Snakemake start-up on
 a 2-core machine): carphone (one clip with a person: kept) in both, with missing (a
 download that fails) for cluster-generic and noperson (one clip, no person: rejected)
-for SLURM. YOLO runs at imgsz 320 to keep detect short on CPU.
+for SLURM. YOLO runs at imgsz 320 to keep detect short on CPU. The two runs go at the
+same time (the SLURM run mostly waits on sbatch and the plugin's status polls).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -40,31 +42,52 @@ EXPECTED_DECISIONS = {"carphone_000": ("1", "kept"), "noperson_000": ("0", "few_
 LOCAL_RULES = {"download", "download_settings", "versions", "units", "cache", "all"}
 
 
-def run(workdir: Path, *args: str, env: dict | None = None, timeout: int = 420):
-    """Run Snakemake on the real workflow; kill it (and what it started) after ``timeout`` s.
+class Running:
+    """A Snakemake run started in the background (its own process group): the two cluster
+    runs go at the same time, so that the SLURM run's waits (sbatch, the plugin's status
+    polls) overlap the cluster-generic run's work instead of holding a test worker idle."""
 
-    Returns (CompletedProcess with stdout+stderr in stdout, Snakemake's PID, wall seconds).
-    """
-    env = dict(env or os.environ, YOLO_OFFLINE="1")
-    env.setdefault("YOLO_CONFIG_DIR", str(workdir / ".yolo"))
-    cmd = [*SNAKEMAKE, "-s", str(SNAKEFILE), "-d", str(workdir), *args]
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         env=env, start_new_session=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGINT)  # Ctrl-C: Snakemake cancels its jobs (scancel / cancel.sh)
-        try:
-            out, _ = p.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            out, _ = p.communicate()
-        pytest.fail(f"snakemake {' '.join(args)} still running after {timeout} s:\n{out[-6000:]}")
-    wall = time.monotonic() - t0
-    proc = subprocess.CompletedProcess(cmd, p.returncode, out, "")
-    assert proc.returncode == 0, f"snakemake {' '.join(args)} failed:\n{out[-8000:]}"
-    return proc, p.pid, wall
+    def __init__(self, workdir: Path, *args: str, env: dict | None = None):
+        env = dict(env or os.environ, YOLO_OFFLINE="1")
+        env.setdefault("YOLO_CONFIG_DIR", str(workdir / ".yolo"))
+        self.args = args
+        self.cmd = [*SNAKEMAKE, "-s", str(SNAKEFILE), "-d", str(workdir), *args]
+        self.t0 = time.monotonic()
+        self.p = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  env=env, start_new_session=True)
+        self.done = None
+
+    def finish(self, timeout: int = 420):
+        """Wait for the run; kill it (and what it started) ``timeout`` s after its start.
+
+        Returns (CompletedProcess with stdout+stderr in stdout, Snakemake's PID, wall seconds)."""
+        if self.done is None:
+            try:
+                out, _ = self.p.communicate(timeout=max(1.0, self.t0 + timeout - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.stop()
+                pytest.fail(f"snakemake {' '.join(self.args)} still running after {timeout} s:\n"
+                            f"{self.p.communicate()[0][-6000:]}")
+            wall = time.monotonic() - self.t0
+            self.done = (subprocess.CompletedProcess(self.cmd, self.p.returncode, out, ""), self.p.pid, wall)
+        proc = self.done[0]
+        assert proc.returncode == 0, f"snakemake {' '.join(self.args)} failed:\n{proc.stdout[-8000:]}"
+        return self.done
+
+    def stop(self) -> None:
+        """Ctrl-C (Snakemake cancels its jobs: scancel / cancel.sh), then SIGKILL."""
+        if self.p.poll() is None:
+            os.killpg(self.p.pid, signal.SIGINT)
+            try:
+                self.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.p.pid, signal.SIGKILL)
+                self.p.wait()
+
+
+def run(workdir: Path, *args: str, env: dict | None = None, timeout: int = 420):
+    """Run Snakemake on the real workflow to its end (see Running.finish)."""
+    return Running(workdir, *args, env=env).finish(timeout)
 
 
 def sources_table(*ids: str) -> str:
@@ -108,20 +131,36 @@ def report(capsys, text: str) -> None:
         print(f"\n[cluster] {text}")
 
 
-def test_demo_through_cluster_generic_runs_every_job_as_its_own_process(tmp_path, capsys):
+SLURM_TEST = "test_demo_through_local_slurm"
+
+
+@pytest.fixture(scope="module")
+def generic_run(request, tmp_path_factory):
+    """The cluster-generic run, started after the SLURM run when that test is selected
+    (the two go at once, see Running)."""
+    if any(item.name == SLURM_TEST for item in request.session.items):
+        try:
+            request.getfixturevalue("slurm_run")
+        except pytest.skip.Exception:  # no SLURM here: its test reports the reason
+            pass
     ids = ("carphone", "missing")
-    wd = make_workdir(tmp_path / "wd", sources=sources_table(*ids), config=CONFIG)
+    wd = make_workdir(tmp_path_factory.mktemp("generic") / "wd", sources=sources_table(*ids), config=CONFIG)
     state = wd / ".snakemake" / "cluster-generic"
+    running = Running(wd, "--workflow-profile", str(PROFILES / "cluster-generic"),
+                      "--seconds-between-status-checks", "1")  # the profile's 5 s, shortened for the test
     try:
-        proc, snakemake_pid, wall = run(
-            wd,
-            "--workflow-profile", str(PROFILES / "cluster-generic"),
-            "--seconds-between-status-checks", "1",  # the profile's 5 s, shortened for the test
-        )
+        yield wd, ids, running
     finally:  # after a failure or timeout, no job process may outlive the test
+        running.stop()
         left = [d.name for d in state.glob("job.*") if not (d / "exitcode").exists()]
         if left:
             subprocess.run([str(PROFILES / "cluster-generic" / "cancel.sh"), *left], cwd=wd, check=False)
+
+
+def test_demo_through_cluster_generic_runs_every_job_as_its_own_process(generic_run, capsys):
+    wd, ids, running = generic_run
+    state = wd / ".snakemake" / "cluster-generic"
+    proc, snakemake_pid, wall = running.finish()
     report(capsys, f"cluster-generic run: {wall:.1f} s")
     assert "Using workflow specific profile" in proc.stdout
     assert "with external jobid" in proc.stdout  # went through submit.sh
@@ -174,14 +213,58 @@ def slurm_test_profile(dest: Path) -> Path:
     return dest
 
 
-def test_demo_through_local_slurm(slurm_cluster, tmp_path, capsys):  # noqa: F811
+class JobWatch(threading.Thread):
+    """slurmctld's record of every job (``scontrol show job``), read every 2 s while the run
+    goes: slurmctld forgets a finished job after MinJobAge (300 s), sooner than a run on a
+    busy machine may take, and sacct does not record the GPU requests."""
+
+    def __init__(self, cluster):
+        super().__init__(daemon=True)
+        self.cluster, self.jobs, self.halt = cluster, {}, threading.Event()
+
+    def poll(self) -> None:
+        try:
+            out = self.cluster.run("scontrol", "show", "job", "-o")
+        except (subprocess.SubprocessError, OSError):
+            return  # read again at the next poll
+        for line in out.splitlines():
+            m = re.match(r"JobId=(\d+) ", line)
+            if m:
+                self.jobs[m.group(1)] = line
+
+    def run(self) -> None:
+        while not self.halt.wait(2.0):
+            self.poll()
+
+    def stop(self) -> None:
+        self.halt.set()
+        self.join()
+        self.poll()
+
+
+@pytest.fixture(scope="module")
+def slurm_run(slurm_cluster, tmp_path_factory):  # noqa: F811
+    ids = ("carphone", "noperson")
+    base = tmp_path_factory.mktemp("slurm")
+    wd = make_workdir(base / "wd", sources=sources_table(*ids), config=CONFIG)
+    gpu_partition(slurm_cluster)
+    profile = slurm_test_profile(base / "profile")
+    watch = JobWatch(slurm_cluster)
+    watch.start()
+    running = Running(wd, "--workflow-profile", str(profile), env=slurm_cluster.env)
+    try:
+        yield wd, ids, running, watch
+    finally:
+        running.stop()
+        watch.halt.set()
+
+
+def test_demo_through_local_slurm(slurm_cluster, slurm_run, capsys):  # noqa: F811
     report(capsys, f"SLURM start (start_slurm.sh): {slurm_cluster.start_s:.1f} s"
                    + ("" if slurm_cluster.started_here else " (was already running)"))
-    ids = ("carphone", "noperson")
-    wd = make_workdir(tmp_path / "wd", sources=sources_table(*ids), config=CONFIG)
-    gpu_partition(slurm_cluster)
-    profile = slurm_test_profile(tmp_path / "profile")
-    proc, _, wall = run(wd, "--workflow-profile", str(profile), env=slurm_cluster.env)
+    wd, ids, running, watch = slurm_run
+    proc, _, wall = running.finish(timeout=600)
+    watch.stop()
     report(capsys, f"SLURM run: {wall:.1f} s")
 
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
@@ -207,13 +290,12 @@ def test_demo_through_local_slurm(slurm_cluster, tmp_path, capsys):  # noqa: F81
     assert sorted(r[0] for r in rows) == sorted(submitted), acct
     assert all(r[1] == run_id and r[2] == "COMPLETED" for r in rows), acct
     # The detector and detect jobs went to the GPU partition with a GPU, every other job
-    # (the group holding track among them) to the CPU partition without one. (sacct does
-    # not record GPUs with the default AccountingStorageTRES; slurmctld remembers finished
-    # jobs for MinJobAge = 300 s, enough for this run.)
+    # (the group holding track among them) to the CPU partition without one, as
+    # slurmctld recorded them while the run went (JobWatch).
     for jobid, log in submitted.items():
         kind = Path(log).relative_to(wd / ".snakemake" / "slurm_logs").parts[0]
         on_gpu = kind in {f"rule_{r}" for r in GPU_RULES}
-        job = slurm_cluster.run("scontrol", "show", "job", "-o", jobid)
+        job = watch.jobs.get(jobid, "")
         assert f"Partition={'gpu' if on_gpu else 'debug'} " in job, (kind, job)
         assert ("TresPerJob=gres:gpu:1" in job) == on_gpu, (kind, job)
     # detect.device auto was resolved inside the jobs, on the node: there SLURM gave the job
