@@ -275,10 +275,8 @@ class Annotator(User):
     def run(self) -> None:
         login(self.api, self.name)
         with ThreadPoolExecutor(len(self.frames)) as pool:
-            state = self.call("GET", "/api/state")
-            queue = [c["clip_id"] for c in (state or {}).get("clips", []) if not c["done"]]
             opened = 0
-            for clip_id in queue:
+            for clip_id in self.queue():
                 if not self.more():
                     break
                 self.think()
@@ -302,7 +300,19 @@ class Annotator(User):
                     self.caption(clip_id)
                 if self.more() and opened % self.plan.state_every == 0:
                     self.think()
-                    self.call("GET", "/api/state")
+                    self.call("GET", f"/api/state?todo=1&around={clip_id}")  # the page reloaded
+
+    def queue(self):
+        """The clips not done, a page at a time as the page shows them (``todo=1``: pages.py);
+        the next page asked for once this one is labelled."""
+        seen: set[str] = set()
+        while self.more():
+            state = self.call("GET", "/api/state?todo=1")
+            fresh = [c["clip_id"] for c in (state or {}).get("clips", []) if not c["done"] and c["clip_id"] not in seen]
+            if not fresh:
+                return
+            seen.update(fresh)
+            yield from fresh
 
     def label(self, clip_id: str, person: int) -> None:
         agree = self.rng.random() >= self.plan.disagree_share
@@ -357,7 +367,7 @@ class Adjudicator(User):
         with ThreadPoolExecutor(len(self.frames)) as pool:
             while not self.stop.is_set():
                 self.rounds += 1
-                listing = self.call("GET", "/api/adjudication")
+                listing = self.call("GET", "/api/adjudication?status=disagree")  # as the page opens
                 disagree = [c["clip_id"] for c in (listing or {}).get("clips", []) if c["status"] == "disagree"]
                 if self.rounds % 5 == 0 and self.think():
                     self.call("GET", "/api/text-adjudication")

@@ -2,8 +2,9 @@
 
 JSON API (errors are ``{"error": message}`` with a 4xx/5xx status; nothing is written):
 
-* ``GET  /api/state``: label map, colours, files, and every clip with its persons,
-  exclusion and whether it is done (excluded, or every person has an action).
+* ``GET  /api/state``: label map, colours, files, and a page of the clips, each with its
+  persons, exclusion and whether it is done (excluded, or every person has an action);
+  ``page``, ``around``, ``todo`` choose the page (pages.py).
 * ``GET  /api/clips/<clip>``: one clip with its boxes per frame and its actions.
 * ``POST /api/actions``: ``{clip_id, person_id, action, op: "add"|"remove"}``, or
   ``{clip_id, person_id, actions: [ids], op: "set"}`` (the person's whole set at once: a
@@ -29,13 +30,14 @@ import secrets
 import sys
 from pathlib import Path
 
-from flask import Flask, jsonify, render_template
+from flask import Flask, jsonify, render_template, request
 
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS, read_label_map
 from .api import clip_boxes, clip_state, install_errors, install_media, json_body, json_with_clips, palette_rgb
 from .errors import Refused
 from .guard import LOOPBACK, allowed_hosts, install as install_guard, require_token
 from .options import add_arguments, paths
+from .pages import Listing, todo_page
 from .results import Results
 from .store import Store
 from .suggestions import OutcomeLog, Suggestions
@@ -73,22 +75,24 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
         return render_template("index.html", annotator=annotator)
 
     labels = [{"id": int(r.id), "name": r.name, "label_type": r.label_type} for r in lmap.itertuples()]
-    listed: list = [None]  # (the index's token, the labels, the exclusions, the clips' JSON, done, total)
+    listed: list = [None]  # (the index's token, the labels, the exclusions, the clips' Listing, done)
 
     @app.get("/api/state")
     def state():
         view, actions, excluded = res.view(), store.actions(), store.excluded()
         got = listed[0]  # made again only when the clips, their persons or a label file changed
         if got is None or got[0] != view.token or got[1] is not actions or got[2] is not excluded:
-            clips = [clip_state(c, view.persons(cid), actions, excluded) for cid, c in view.clips.items()]
-            got = listed[0] = (view.token, actions, excluded, json.dumps(clips, separators=(",", ":")),
-                               sum(c["done"] for c in clips), len(clips))
-        text, done, total = got[3:]
+            ids = list(view.clips)
+            clips = [clip_state(view.clips[cid], view.persons(cid), actions, excluded) for cid in ids]
+            listing = Listing(ids, [json.dumps(c, separators=(",", ":")) for c in clips], [c["done"] for c in clips])
+            got = listed[0] = (view.token, actions, excluded, listing, sum(listing.flags))
+        listing, done = got[3:]
+        text, where = todo_page(listing, request.args)  # one page of the clips (pages.py)
         return json_with_clips(dict(
             annotator=annotator, results=str(res.root), actions_file=str(store.actions_path),
             screening_file=str(store.screening_path), max_actions=MAX_ACTIONS, label_types=list(LABEL_TYPES),
             labels=labels, colors=palette_rgb(), problems=res.problems() + suggestions.problems(), done=done,
-            total=total, suggestions=outcomes.summary()), text)
+            total=len(listing.ids), suggestions=outcomes.summary(), **where), text)
 
     @app.get("/api/clips/<clip_id>")
     def clip(clip_id: str):

@@ -13,8 +13,13 @@ const S = {
 };
 const labelById = new Map();
 
-async function loadState() {
-  const st = await api("GET", "/api/state");
+// One page of the clip list (the server answers a page at a time: pages.py). By default the
+// page that holds the clip open; `query` may name another page or clip instead. The to-do
+// filter is the server's (todo=1), so that it holds across pages.
+async function loadState(query = {}) {
+  const params = { todo: $("todo-only").checked, ...query };
+  if (params.page === undefined && params.around === undefined && S.clip) params.around = S.clip.clip_id;
+  const st = await api("GET", `/api/state${pageQuery(params)}`);
   if (!st) return false;
   S.state = st;
   for (const l of S.state.labels) labelById.set(l.id, l);
@@ -25,6 +30,7 @@ async function loadState() {
   probs.textContent = S.state.problems.join("\n");
   renderProgress();
   renderSuggestionSummary();
+  renderPager(st, (n) => loadState({ page: n }));
   renderClipList();
   return true;
 }
@@ -32,11 +38,7 @@ async function loadState() {
 // ------------------------------------------------------------------ clips
 function clipEntry(id) { return S.state.clips.find((c) => c.clip_id === id); }
 
-function visibleClips() {
-  const todo = $("todo-only").checked;
-  const cur = S.clip && S.clip.clip_id;
-  return S.state.clips.filter((c) => !todo || !c.done || c.clip_id === cur);
-}
+function visibleClips() { return S.state.clips; } // the page, filtered by the server
 
 function renderProgress() {
   $("progress-text").textContent = `${S.state.done} / ${S.state.total} clips done`;
@@ -98,25 +100,29 @@ async function openClip(id) {
   if (window.vqaClipOpened) vqaClipOpened(id, same); // the caption and QA editors (vqa.js)
 }
 
-function stepClip(delta) {
-  const list = visibleClips();
-  if (!list.length) return;
+// The next or previous clip of the list, across its pages.
+async function stepClip(delta) {
+  let list = visibleClips();
   const i = S.clip ? list.findIndex((c) => c.clip_id === S.clip.clip_id) : -1;
-  const j = i < 0 ? 0 : Math.min(list.length - 1, Math.max(0, i + delta));
-  if (!S.clip || list[j].clip_id !== S.clip.clip_id) openClip(list[j].clip_id);
+  let j = i < 0 ? 0 : i + delta;
+  if (j < 0 || j >= list.length) {
+    const page = S.state.page + (j < 0 ? -1 : 1);
+    if (page < 1 || page > S.state.pages || !(await loadState({ page }))) return;
+    list = visibleClips();
+    j = j < 0 ? list.length - 1 : 0;
+  }
+  if (list[j] && (!S.clip || list[j].clip_id !== S.clip.clip_id)) await openClip(list[j].clip_id);
 }
 
 // local copy of the server's rule: done = excluded, or every person has an action
 function updateEntry() {
-  const e = clipEntry(S.clip.clip_id);
-  if (!e) return;
-  const was = e.done;
-  e.excluded = S.clip.excluded;
-  e.reason = S.clip.reason;
-  e.labelled = S.clip.persons.filter((p) => (S.clip.actions[p] || []).length).length;
-  e.done = e.excluded || (S.clip.persons.length > 0 && e.labelled === S.clip.persons.length);
-  S.clip.done = e.done;
-  if (was !== e.done) S.state.done += e.done ? 1 : -1;
+  const c = S.clip;
+  const was = c.done;
+  const labelled = c.persons.filter((p) => (c.actions[p] || []).length).length;
+  c.done = c.excluded || (c.persons.length > 0 && labelled === c.persons.length);
+  const e = clipEntry(c.clip_id); // absent when the clip is not on the page shown
+  if (e) Object.assign(e, { excluded: c.excluded, reason: c.reason, labelled, done: c.done });
+  if (was !== c.done) S.state.done += c.done ? 1 : -1;
   renderProgress();
 }
 
@@ -450,7 +456,7 @@ function onKey(ev) {
     j: () => stepPerson(1), k: () => stepPerson(-1),
     "/": () => focusSearch(), a: () => focusSearch(),
     x: () => { $("exclude").checked = !$("exclude").checked; sendScreening(); if ($("exclude").checked) $("reason").focus(); },
-    u: () => { $("todo-only").checked = !$("todo-only").checked; renderClipList(); },
+    u: () => { $("todo-only").checked = !$("todo-only").checked; loadState(); },
     "-": () => changeSpeed(-1), "+": () => changeSpeed(1), "=": () => changeSpeed(1),
     l: () => { $("loop").checked = !$("loop").checked; },
     b: () => { $("show-boxes").checked = !$("show-boxes").checked; draw(); },
@@ -490,20 +496,21 @@ async function refresh() {
 }
 
 async function start() {
-  if (!(await loadState())) return;
+  const m = location.hash.match(/^#clip=(.+)$/);
+  const asked = m && decodeURIComponent(m[1]);
+  if (!(await loadState(asked ? { around: asked } : {}))) return;
   $("play").onclick = () => setPlaying(!S.playing);
   $("step-back").onclick = () => { setPlaying(false); setFrame(S.frame - 1); };
   $("step-fwd").onclick = () => { setPlaying(false); setFrame(S.frame + 1); };
   $("prev-clip").onclick = () => stepClip(-1);
   $("next-clip").onclick = () => stepClip(1);
   $("show-boxes").onchange = draw;
-  $("todo-only").onchange = renderClipList;
+  $("todo-only").onchange = () => loadState();
   $("exclude").onchange = sendScreening;
   $("reason").onchange = () => { if ($("exclude").checked) sendScreening(); };
   document.addEventListener("keydown", onKey);
   window.addEventListener("focus", refresh); // another tab may have changed the files
-  const m = location.hash.match(/^#clip=(.+)$/);
-  const want = m && clipEntry(decodeURIComponent(m[1]));
+  const want = asked && clipEntry(asked);
   const first = want || S.state.clips.find((c) => !c.done) || S.state.clips[0];
   if (first) await openClip(first.clip_id);
   requestAnimationFrame(tick);

@@ -26,6 +26,35 @@ async function api(method, url, body) {
   return data;
 }
 
+// "?k=v&..." from an object, leaving out what is empty, null or false (true is sent as 1).
+function pageQuery(params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined && v !== null && v !== "" && v !== false) q.set(k, v === true ? "1" : String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+// The pager above a clip list (#pager; a list answer comes a page at a time, with page,
+// pages and listed: see pages.py): hidden when one page holds the list; go(n) opens page n.
+function renderPager(d, go) {
+  const p = $("pager");
+  p.hidden = !(d.pages > 1);
+  p.replaceChildren();
+  const button = (text, title, n) => {
+    const b = document.createElement("button");
+    b.textContent = text;
+    b.title = title;
+    b.disabled = n < 1 || n > d.pages;
+    b.onclick = () => go(n);
+    return b;
+  };
+  const t = document.createElement("span");
+  t.textContent = `page ${d.page} / ${d.pages} (${d.listed} clips)`;
+  p.append(button("‹", "the page before", d.page - 1), t, button("›", "the page after", d.page + 1));
+}
+
 // A message at the foot of the page for a few seconds (green when `ok`).
 function toast(msg, ok = false) {
   const t = $("toast");

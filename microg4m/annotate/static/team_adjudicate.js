@@ -10,10 +10,15 @@ function color(pid) { const c = A.data.colors; return c[(pid - 1) % c.length]; }
 function labelName(aid) { const l = labelById.get(aid); return l ? l.name : `id ${aid}`; }
 
 // ------------------------------------------------------------------ list and figures
-async function load() {
-  const d = await api("GET", "/api/adjudication");
+// One page of the list (pages.py), filtered by status on the server: by default the page
+// that holds the clip open; `query` may name another page.
+async function load(query = {}) {
+  const params = { status: $("filter").value, ...query };
+  if (params.page === undefined && A.clip) params.around = A.clip.clip_id;
+  const d = await api("GET", `/api/adjudication${pageQuery(params)}`);
   if (!d) return false;
   A.data = d;
+  renderPager(d, (n) => load({ page: n }));
   for (const l of d.labels) labelById.set(l.id, l);
   const c = d.counts;
   $("counts").textContent = `${c.disagree} to adjudicate · ${c.resolved} resolved · ${c.agreed} agreed · ${c.pending} pending`;
@@ -25,11 +30,7 @@ async function load() {
   return true;
 }
 
-function visible() {
-  const f = $("filter").value;
-  const cur = A.clip && A.clip.clip_id;
-  return A.data.clips.filter((c) => f === "all" || c.status === f || c.clip_id === cur);
-}
+function visible() { return A.data.clips; } // the page, filtered by the server
 
 function renderList() {
   const list = $("clip-list");
@@ -279,7 +280,7 @@ async function writeReport() {
 // ------------------------------------------------------------------ start
 async function start() {
   if (!(await load())) return;
-  $("filter").onchange = renderList;
+  $("filter").onchange = () => load();
   $("save").onclick = save;
   $("write-report").onclick = writeReport;
   $("history").ontoggle = () => { if ($("history").open && A.clip) renderHistory(); };

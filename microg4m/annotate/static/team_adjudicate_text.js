@@ -14,10 +14,15 @@ function el(tag, cls, text) {
 }
 
 // ------------------------------------------------------------------ list and figures
-async function load() {
-  const d = await api("GET", "/api/text-adjudication");
+// One page of the list (pages.py), filtered by status on the server: by default the page
+// that holds the clip open; `query` may name another page.
+async function load(query = {}) {
+  const params = { status: $("filter").value, ...query };
+  if (params.page === undefined && T.clip) params.around = T.clip.clip_id;
+  const d = await api("GET", `/api/text-adjudication${pageQuery(params)}`);
   if (!d) return false;
   T.data = d;
+  renderPager(d, (n) => load({ page: n }));
   T.warn = Object.entries(d.rules.warnings).map(([k, src]) => [k, new RegExp(src, "i")]);
   const c = d.counts;
   $("counts").textContent = `${c.disagree} to adjudicate · ${c.resolved} resolved · ${c.agreed} agreed · ${c.pending} pending`;
@@ -27,10 +32,7 @@ async function load() {
   return true;
 }
 
-function visible() {
-  const f = $("filter").value, cur = T.clip && T.clip.clip_id;
-  return T.data.clips.filter((c) => f === "all" || c.status === f || c.clip_id === cur);
-}
+function visible() { return T.data.clips; } // the page, filtered by the server
 
 function renderList() {
   const list = $("clip-list");
@@ -316,7 +318,7 @@ async function writeReport() {
 // ------------------------------------------------------------------ start
 async function start() {
   if (!(await load())) return;
-  $("filter").onchange = renderList;
+  $("filter").onchange = () => load();
   $("t-save").onclick = saveFinal;
   $("t-add").onclick = () => { if (addFinalRow({ Q: "", A: "" })) finalRows().at(-1).querySelector(".q").focus(); };
   $("t-caption").oninput = captionInfo;

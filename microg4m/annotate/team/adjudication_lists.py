@@ -16,8 +16,8 @@ that may have changed:
 
 The label figures are sums over the parts (report.Sums), kept up to date by taking a
 changed part out and adding its new one; the caption figures are made from the kept parts
-(from_parts, over the reviewed versions only). When nothing changed, the last answer is
-given again.
+(from_parts, over the reviewed versions only). When nothing changed, the kept list is paged
+again (pages.py: a request gets one page of it).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import threading
 from pathlib import Path
 
 from . import accounts, history, report, text_agreement, vqa_review
+from ..pages import Listing
 from .db import FINAL
 from .decisions import Snapshot
 
@@ -49,8 +50,7 @@ class _Kept:
         self.seq = 0
         self.key: tuple | None = None  # (index token, assigned, annotators) of the parts
         self.parts: dict = {}  # clip -> (part, inputs it was made from, entry JSON)
-        self.text: str | None = None  # the last list's JSON array (None: to be made)
-        self.order: list | None = None  # the clips of the parts, sorted (None: to be sorted again)
+        self.view: Listing | None = None  # the parts' entries, sorted by clip (None: to be made again)
 
     def changes(self, conn: sqlite3.Connection):
         """(view, assigned, annotators, the clips to look at, the history seq now)."""
@@ -72,23 +72,24 @@ class _Kept:
         return view, assigned, annotators, look, changed, top, key
 
     def keep(self, clip: str, kept: tuple) -> None:
-        """``kept``: (part, the inputs it was made from, its entry JSON)."""
-        if clip not in self.parts:
-            self.order = None
+        """``kept``: (part, the inputs it was made from, its entry JSON); a clip already
+        listed has its entry changed in place."""
+        i = None if self.view is None or clip not in self.parts else self.view.where(clip)
         self.parts[clip] = kept
-        self.text = None
+        if i is None:
+            self.view = None
+        else:
+            self.view.set(i, kept[2], kept[0].status)
 
     def drop(self, clip: str) -> None:
         if self.parts.pop(clip, None) is not None:
-            self.order = None
-        self.text = None
+            self.view = None
 
-    def listing(self) -> str:
-        if self.order is None:
-            self.order = sorted(self.parts)
-        if self.text is None:
-            self.text = "[" + ",".join([self.parts[c][2] for c in self.order]) + "]"
-        return self.text
+    def listing(self) -> Listing:
+        if self.view is None:
+            order = sorted(self.parts)
+            self.view = Listing(order, [self.parts[c][2] for c in order], [self.parts[c][0].status for c in order])
+        return self.view
 
 
 class ActionAdjudication(_Kept):
@@ -101,13 +102,13 @@ class ActionAdjudication(_Kept):
         self.sums: report.Sums | None = None
         self.figures: dict | None = None  # as_json of the sums (None: to be made)
 
-    def get(self, conn: sqlite3.Connection) -> tuple[str, dict, dict]:
-        """(the clips' JSON array, counts per status, the figures as the page shows them)."""
+    def get(self, conn: sqlite3.Connection) -> tuple[Listing, dict, dict]:
+        """(the clips' Listing, counts per status, the figures as the page shows them)."""
         with self.lock:
             view, assigned, annotators, look, changed, top, key = self.changes(conn)
             if self.sums is None or self.sums.annotators != annotators:  # the files compared changed
-                self.sums, self.parts, self.order, look = report.Sums(annotators), {}, None, set(assigned)
-                self.text = self.figures = None
+                self.sums, self.parts, self.view, look = report.Sums(annotators), {}, None, set(assigned)
+                self.figures = None
             stale = []
             for c in look:
                 inputs = (view.persons(c), assigned[c])
@@ -160,13 +161,13 @@ class TextAdjudication(_Kept):
         self.figures: dict | None = None
         self.counts: dict = {}
 
-    def get(self, conn: sqlite3.Connection) -> tuple[str, dict, dict]:
+    def get(self, conn: sqlite3.Connection) -> tuple[Listing, dict, dict]:
         with self.lock:
             view, assigned, annotators, look, changed, top, key = self.changes(conn)
             drafts = self.project.drafts()
             if self.reviewers != annotators:
-                self.reviewers, self.parts, self.order, look = annotators, {}, None, set(assigned)
-                self.text = self.figures = None
+                self.reviewers, self.parts, self.view, look = annotators, {}, None, set(assigned)
+                self.figures = None
             if drafts is not self.drafts:  # a drafts file was read again
                 self.drafts, look = drafts, set(assigned)
             stale = []

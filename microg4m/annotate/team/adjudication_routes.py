@@ -1,6 +1,7 @@
 """The adjudication page of team mode (adjudicators only): ``/adjudicate``, ``GET
-/api/adjudication`` (clips with status, agreement figures; kept between requests and made
-again where something changed: adjudication_lists.py), ``GET
+/api/adjudication`` (a page of the clips with their status, ``status=`` filtering them,
+and the agreement figures; kept between requests and made again where something changed:
+adjudication_lists.py; the pages: pages.py), ``GET
 /api/adjudication/<clip>``, ``GET /api/history/<clip>``, ``POST /api/final`` (``{clip_id,
 excluded, reason, actions: {person: [ids]}, note}``) and ``POST /api/report``."""
 
@@ -8,11 +9,12 @@ from __future__ import annotations
 
 import re
 
-from flask import Flask, g, jsonify, render_template
+from flask import Flask, g, jsonify, render_template, request
 
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
 from ..api import clip_boxes, json_with_clips, palette_rgb
 from ..errors import Refused
+from ..pages import status_page
 from ..store import check_reason
 from . import assign, decisions, history
 from .adjudication_lists import ActionAdjudication
@@ -39,11 +41,12 @@ def install(app: Flask, project, ctx) -> None:
     @app.get("/api/adjudication")
     @ctx.role("adjudicator")
     def adjudication():
-        clips, counts, figures = listed.get(ctx.conn())  # made again only where something changed
+        listing, counts, figures = listed.get(ctx.conn())  # made again only where something changed
+        clips, where = status_page(listing, request.args)  # one page of it (pages.py)
         return json_with_clips(dict(
             user=g.user["name"], labels=ctx.labels, label_types=list(LABEL_TYPES), colors=palette_rgb(),
             max_actions=MAX_ACTIONS, counts=counts, problems=res.problems(), figures=figures,
-            files=[str(p) for p in project.files.paths()]), clips)
+            files=[str(p) for p in project.files.paths()], **where), clips)
 
     def detail(clip_id: str) -> dict:
         c = res.clip(clip_id)

@@ -1,6 +1,6 @@
 """The annotator's page of team mode: the single-user page (annotate.js and index.html)
 over the same JSON API (see app.py), limited to one's own labels and one's queue:
-``GET /api/state``, ``GET /api/clips/<clip>``, ``POST /api/actions``, ``POST
+``GET /api/state`` (a page of the queue: pages.py), ``GET /api/clips/<clip>``, ``POST /api/actions``, ``POST
 /api/screening``. An ``annotator`` parameter (query or body) may name the owner of the
 labels; any name but one's own is refused.
 
@@ -18,6 +18,7 @@ from flask import Flask, Response, g, jsonify, redirect, render_template, reques
 from microg4m.formats.labels import LABEL_TYPES, MAX_ACTIONS
 from ..api import clip_boxes, clip_state, palette_rgb
 from ..errors import Refused
+from ..pages import todo_page
 from ..store import check_reason
 from ..suggestions import Suggestions, tally
 from . import assign, decisions, history
@@ -47,10 +48,12 @@ def install(app: Flask, project, ctx) -> None:
         me = ctx.owner(request.args.get("annotator"))
         c = ctx.conn()
         # new clips of a re-run join the queue at a login or a write (GET only reads)
-        clips, done, total = lists.entries(c, me, assign.queue(c, me))
+        listing, done = lists.entries(c, me, assign.queue(c, me))
+        clips, where = todo_page(listing, request.args)  # one page of the queue (pages.py)
+        total = len(listing.ids)
         head = json.dumps({
             "annotator": me, "role": "annotator", "actions_file": f"{me}'s labels (team database)",
-            "screening_file": f"{total} clips in the queue", "max_actions": MAX_ACTIONS,
+            "screening_file": f"{total} clips in the queue", **where, "max_actions": MAX_ACTIONS,
             "label_types": list(LABEL_TYPES), "labels": ctx.labels, "colors": palette_rgb(),
             "problems": res.problems() + suggestions.problems(), "done": done, "total": total,
             "suggestions": tally(history.outcomes(c, me).values())},

@@ -1,16 +1,16 @@
 """The clip list of an annotator's ``/api/state``, kept between requests.
 
-The page lists every clip of the annotator's queue (about a thousand each at the paper's
+The page lists the clips of the annotator's queue (about a thousand each at the paper's
 scale, ten thousand at ten times it), each with its persons and whether the annotator is
-done with it. Each clip's entry is kept as its JSON text, per annotator, with the answer
-made from them, and a request does work only for what may have changed:
+done with it, a page at a time (pages.py). Each clip's entry is kept as its JSON text, per
+annotator, in a Listing, and a request does work only for what may have changed:
 
 * nothing, when the results index's token (``view.token``: it changes whenever the clips,
   their decisions or any unit's tracks changed), the queue and the annotator's history
-  rows are all as at the last answer: the last answer is given again (one SQL query for
+  rows are all as at the last answer: the kept list is paged again (one SQL query for
   the queue, one for the history rows since the last seq, a few stats for the index);
 * the entries of the clips with new history rows in the annotator's layer (whoever wrote
-  them: this server, another process, ``microg4m team rebuild``);
+  them: this server, another process, ``microg4m team rebuild``), changed in place;
 * when the token changed: every queue clip's Clip and persons compared with those its
   entry was made from (dictionary lookups: the persons are kept per unit by the index),
   and only the entries that differ made again.
@@ -28,6 +28,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ..api import clip_state
+from ..pages import Listing
 from .decisions import Snapshot
 
 BATCH = 20  # more clips to make again than this: read the annotator's labels at once
@@ -39,8 +40,7 @@ class _List:
     token: int | None = None  # the index's token at the last answer
     queue: list[str] = field(default_factory=list)  # the queue at the last answer
     entries: dict[str, tuple] = field(default_factory=dict)  # clip -> (Clip, persons, entry JSON, done)
-    shown: list[str] = field(default_factory=list)  # the clips of the last answer, in order
-    text: str = "[]"  # the last answer's JSON array
+    listing: Listing = field(default_factory=Listing)  # the queue's clips of the last answer, in order
     done: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -59,8 +59,8 @@ class ClipLists:
         for name in accounts.annotators(conn):
             self.entries(conn, name, assign.queue(conn, name))
 
-    def entries(self, conn: sqlite3.Connection, me: str, queue: list[str]) -> tuple[str, int, int]:
-        """(the JSON array of the entries of the queue's clips on the page, done, total)."""
+    def entries(self, conn: sqlite3.Connection, me: str, queue: list[str]) -> tuple[Listing, int]:
+        """(the queue's clips that the results hold, as a Listing, how many are done)."""
         with self._lock:
             kept = self._lists.setdefault(me, _List())
         with kept.lock:
@@ -69,11 +69,12 @@ class ClipLists:
             # seq is the rowid; '+layer' keeps SQLite on the range of the new rows
             changed = {r[0] for r in conn.execute(
                 "SELECT DISTINCT clip_id FROM changes WHERE seq > ? AND seq <= ? AND +layer = ?", (kept.seq, top, me))}
-            if not changed and view.token == kept.token and queue == kept.queue:
+            same = view.token == kept.token and queue == kept.queue
+            if not changed and same:
                 kept.seq = top
-                return kept.text, kept.done, len(kept.shown)
+                return kept.listing, kept.done
             entries = kept.entries
-            look = queue if view.token != kept.token or queue != kept.queue else [c for c in queue if c in changed]
+            look = [c for c in queue if c in changed] if same else queue
             stale = []
             for c in look:
                 clip = view.clips.get(c)
@@ -83,15 +84,20 @@ class ClipLists:
                 old = entries.get(c)
                 if old is None or c in changed or (old[0] is not clip and old[0] != clip) or old[1] != persons:
                     stale.append((c, clip, persons))
-            shown = [c for c in queue if c in view.clips]
             snap = Snapshot.read(conn, me) if len(stale) > BATCH else None
             for c, clip, persons in stale:
                 labels = snap or Snapshot.read(conn, me, c)
                 entry = clip_state(clip, persons, labels.layer_actions(me), labels.layer_excluded(me))
                 entries[c] = (clip, persons, json.dumps(entry, separators=(",", ":")), entry["done"])
-            kept.shown = shown
-            kept.text = "[" + ",".join([entries[c][2] for c in shown]) + "]"
-            kept.done = sum(entries[c][3] for c in shown)
+            if same:  # only labels changed: those entries in place
+                for c, _, _ in stale:
+                    i = kept.listing.where(c)
+                    kept.done += entries[c][3] - kept.listing.flags[i]
+                    kept.listing.set(i, entries[c][2], entries[c][3])
+            else:
+                shown = [c for c in queue if c in view.clips]
+                kept.listing = Listing(shown, [entries[c][2] for c in shown], [entries[c][3] for c in shown])
+                kept.done = sum(kept.listing.flags)
             # only now: a failure above leaves these clips to be made again
             kept.seq, kept.token, kept.queue = top, view.token, list(queue)
-            return kept.text, kept.done, len(shown)
+            return kept.listing, kept.done

@@ -25,6 +25,7 @@ from flask import Flask, g, jsonify, render_template, request
 
 from microg4m.vqa.rules import MAX_PAIRS, UNANSWERABLE, WARNINGS, pair_warnings
 from ..api import clip_boxes, json_with_clips, palette_rgb
+from ..pages import status_page
 from . import assign, history, text_agreement, vqa_review
 from .adjudication_lists import TextAdjudication
 
@@ -118,9 +119,10 @@ def install(app: Flask, project, ctx) -> None:
     @app.get("/api/text-adjudication")
     @ctx.role("adjudicator")
     def text_adjudication():
-        clips, counts, figures = listed.get(ctx.conn())  # made again only where something changed
+        listing, counts, figures = listed.get(ctx.conn())  # made again only where something changed
+        clips, where = status_page(listing, request.args)  # one page of it (pages.py)
         return json_with_clips(dict(user=g.user["name"], counts=counts, rules=rules, file=str(project.reviews.path),
-                                    colors=palette_rgb(), figures=figures), clips)
+                                    colors=palette_rgb(), figures=figures, **where), clips)
 
     def detail(clip_id: str) -> dict:
         c = res.clip(clip_id)
