@@ -91,6 +91,25 @@ def test_every_annotators_list_is_made_when_the_server_starts(tmp_path, monkeypa
     assert json.dumps(state, sort_keys=True) == json.dumps(fresh(project), sort_keys=True)
 
 
+def test_the_adjudication_lists_are_made_when_the_server_starts(tmp_path, monkeypatch):
+    """So are the two adjudication lists: the adjudicator's first request makes no part (at
+    47,590 clips, making them held every other request up for seconds)."""
+    from microg4m.annotate.team import adjudication_lists
+
+    project = make_project(tmp_path)
+    app = create_app(project, {"127.0.0.1"})
+    made = []
+    for module, name in ((adjudication_lists.report, "clip_part"), (adjudication_lists.text_agreement, "clip_part")):
+        real = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, real=real, **k: made.append(a) or real(*a, **k))
+    with serving(app) as port:
+        judy = Client(port).login("judy")
+        for path in ("/api/adjudication", "/api/text-adjudication"):
+            status, listed, _ = judy.request("GET", path)
+            assert status == 200 and len(listed["clips"]) == listed["listed"] >= 3, listed
+    assert made == []
+
+
 def test_new_clips_and_a_disabled_annotators_clips_join_the_list_at_a_write_or_a_login(tmp_path):
     """GET never writes (issue 34): what a re-run or a disabled account leaves without an
     annotator is assigned at the next write or login, and the list shows it from then on."""

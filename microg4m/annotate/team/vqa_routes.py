@@ -48,6 +48,7 @@ def install(app: Flask, project, ctx) -> None:
     """``ctx``: the server's helpers (conn, role, body, owner, my_clip, write, labels)."""
     res = project.results
     listed = TextAdjudication(project)
+    listed.get(ctx.conn())  # made once before the server answers, as the label adjudication list
     rules = {"max_pairs": MAX_PAIRS, "unanswerable": UNANSWERABLE, "warnings": WARNINGS}
     final_kinds = vqa_review.KINDS
 
