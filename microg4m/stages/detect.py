@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from microg4m.common.progress import progress
 from microg4m.formats import manifest as mf
+from microg4m.engines import exact as ex
 from microg4m.engines import runtime as rt
 from microg4m.common.atomic import atomic_path
 from microg4m.common import media
@@ -413,7 +414,8 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
         conf: float = 0.1, batch: int | str = "auto", device: str = "auto", precision: str = "default",
         runtime: str = "auto", decoder: str = "auto", skip_rejected: bool = True, threads: int | None = None,
         cache: str | os.PathLike | None = None, detector: str | os.PathLike | None = None,
-        rejection: Rejection | None = None, frame_cache: str | os.PathLike | None = None) -> dict:
+        rejection: Rejection | None = None, frame_cache: str | os.PathLike | None = None,
+        exact: dict | None = None) -> dict:
     """Detect persons in every frame of the ok clips of ``manifest``; write ``out`` (parquet).
 
     ``threads``: CPU threads for inference (None: the runtime's default); ``cache``: the
@@ -424,15 +426,21 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     parquet's coverage metadata says how many frames each clip got: read_coverage).
     ``frame_cache`` (with ``detector``): a folder where the frames run are kept, so that a
     re-run decodes and runs YOLO only on clips and frames it did not run on before.
-    Returns counts and timing: clips, frames (decoded), inferred, from_cache,
-    skipped_frames, boxes, seconds, device, runtime, precision.
+    ``exact`` (at a precision below FP32): ``{"margin": detect.exact_margin, "thresholds":
+    [the thresholds that record a box, start a track or count a person frame], "low":
+    detect.exact_low, "low_thresholds": [the trackers' low thresholds]}``; a frame with a box
+    within the margin of one of them (and of the filter tracker's; with ``low``, also of the
+    detector's own) is inferred again at FP32 (microg4m.engines.exact). Returns counts and timing: clips, frames (decoded),
+    inferred, exact_frames (inferred again at FP32), from_cache, skipped_frames, boxes,
+    seconds, device, runtime, precision, exact_margin.
     """
     passive_openmp()  # before torch loads
     _check(imgsz, conf, batch)
     clips = mf.ok_clips(manifest)
     t0 = time.perf_counter()
-    stats = {"clips": len(clips), "frames": 0, "inferred": 0, "from_cache": 0, "skipped_frames": 0, "boxes": 0,
-             "device": None, "runtime": None, "precision": None, "decoder": None}
+    stats = {"clips": len(clips), "frames": 0, "inferred": 0, "exact_frames": 0, "from_cache": 0,
+             "skipped_frames": 0, "boxes": 0, "device": None, "runtime": None, "precision": None, "decoder": None,
+             "exact_margin": 0.0}
     resolve_weights(weights)  # a bad setting fails even for a source without clips
     rt.check_runtime(runtime)  # so does a misspelt runtime
     rt.check_precision(precision)  # or precision
@@ -444,6 +452,9 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     # above conf go to the output, all of them to the frame cache, so a conf edit runs no YOLO
     run_conf = min(float(conf), CACHE_CONF)
     keep = _above(conf) if float(conf) > run_conf else None
+    near = None
+    if exact:
+        ex.margin(exact.get("margin"), "bf16", "cpu")  # a bad setting fails even for a source without clips
     if len(clips):
         dev = device_here(device, record, detector)
         batch = rt.auto_batch(batch, dev)
@@ -453,6 +464,14 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
             raise ValueError(f"{detector}: made for {record['runtime']} {record['precision']}, the settings ask "
                              f"for {runtime} {precision}; re-run: snakemake --forcerun detector")
         decoder = choose_decoder(decoder, dev)
+        m = ex.margin(exact.get("margin"), precision, dev) if exact else 0.0
+        if m > 0:
+            high, low = ex.filter_tracker_thresholds()
+            thresholds = [*exact.get("thresholds", []), *high]
+            if exact.get("low"):  # also the thresholds of low boxes: the detector's own, the trackers' low
+                thresholds += [run_conf, float(conf), *exact.get("low_thresholds", []), *low]
+            near = ex.Near(thresholds, m)
+            stats["exact_margin"] = m
         # on CPU inference takes the cores and one decoding thread keeps up; a GPU needs more
         workers = max(1, min(8, (threads or os.cpu_count() or 2) - 1)) if dev.startswith("cuda") else 1
         stats.update(device=dev, runtime=runtime, precision=precision, decoder=decoder, decode_workers=workers)
@@ -461,6 +480,8 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
         if frame_cache and record:
             key_settings = box_settings(record, runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
                                         conf=run_conf, decoder=decoder, threads=threads, batch=batch)
+            if near is not None:  # which frames ran again at FP32
+                key_settings["exact"] = {"margin": float(near.margin), "thresholds": near.thresholds.tolist()}
             fcache = FrameCache(Path(frame_cache) / cache_key(**key_settings), key_settings)
             for source, group in clips.groupby("source_id", sort=False):
                 entries = fcache.load(source)
@@ -483,12 +504,21 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
                     stats["from_cache"] += 1
             todo = clips[~clips["clip_id"].isin(output.coverage)]
             if len(todo):  # loaded only when some frame is still to run
+                model = record["model"] if record else None
+                # exactness: the low-precision pass runs below the detector's threshold by the margin
                 det = Detector(str(weights), runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
-                               conf=run_conf, batch=batch, threads=threads, cache=cache,
-                               model=record["model"] if record else None)
+                               conf=max(0.0, run_conf - float(near.margin)) if near and exact.get("low") else run_conf,
+                               batch=batch, threads=threads, cache=cache, model=model)
+                refine = None
+                if near is not None:
+                    # OpenVINO's bf16/fp16 is a compile-time hint on the FP32 export: the same model
+                    same = runtime == "openvino" and precision in ("bf16", "fp16")
+                    refine = _Refine(near, run_conf, lambda: Detector(
+                        str(weights), runtime=runtime, precision="fp32", device=dev, imgsz=imgsz, conf=run_conf,
+                        batch=batch, threads=threads, cache=cache, model=model if same else None))
                 frames = prefetch(clip_frames(manifest, todo, decoder=decoder, device=dev, workers=workers,
                                               stop=output.stopped), size=2 * batch)
-                _detect(det, frames, output, batch, stats, int(todo["frames"].sum()), keep)
+                _detect(det, frames, output, batch, stats, int(todo["frames"].sum()), keep, refine)
             output.flush()
             writer.add_key_value_metadata({COVERAGE: json.dumps(output.coverage, sort_keys=True)})
     if fcache is not None:
@@ -501,14 +531,39 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     return stats
 
 
-def _detect(det: Detector, frames, output: _Output, batch: int, stats: dict, total: int, keep=None) -> None:
+class _Refine:
+    """The frames of a low-precision batch with a box near a threshold, inferred again at
+    FP32 (microg4m.engines.exact); the others' boxes above the detector's threshold."""
+
+    def __init__(self, near, run_conf: float, make_fp32):
+        self.near, self.above, self.make = near, _above(run_conf), make_fp32
+        self.fp32 = None  # made when a first frame needs it
+
+    def __call__(self, frames: list[np.ndarray], dets: list[np.ndarray], stats: dict) -> list[np.ndarray]:
+        again = [i for i, boxes in enumerate(dets) if self.near(boxes)]
+        out = [self.above(boxes) for boxes in dets]
+        if again:
+            if self.fp32 is None:
+                self.fp32 = self.make()
+            for i, boxes in zip(again, self.fp32([frames[i] for i in again])):
+                out[i] = boxes
+            stats["exact_frames"] += len(again)
+        return out
+
+
+def _detect(det: Detector, frames, output: _Output, batch: int, stats: dict, total: int, keep=None,
+            refine: _Refine | None = None) -> None:
     """Run the frames through the detector in batches, resolving each frame's boxes into
     ``output`` in order (frames an earlier run resolved are decoded only to reach the next);
-    ``keep``: the boxes of a frame that go to the output (None: all; the cache gets all)."""
+    ``keep``: the boxes of a frame that go to the output (None: all; the cache gets all);
+    ``refine``: the frames near a threshold inferred again at FP32."""
     run_: list = []
 
     def infer():
-        dets = det([f for _, _, f in run_])
+        batch_frames = [f for _, _, f in run_]
+        dets = det(batch_frames)
+        if refine is not None:
+            dets = refine(batch_frames, dets, stats)
         stats["inferred"] += len(run_)
         for (clip, n, _), boxes in zip(run_, dets):
             output.ran[clip][n] = boxes

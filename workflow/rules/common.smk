@@ -166,6 +166,44 @@ def detect_scenes(wildcards):
     )
 
 
+def exact_params():
+    """detect.exact_margin and the confidence thresholds of filter and track that a
+    low-precision box must not move across (microg4m/engines/exact.py); None at FP32 (the
+    default on a CPU), so that track and filter edits never touch detect there."""
+    if config["detect"]["precision"] in ("default", "fp32"):
+        return None
+    t = config["track"]
+    return dict(
+        margin=config["detect"]["exact_margin"],
+        low=config["detect"]["exact_low"],
+        thresholds=sorted(
+            {
+                float(config["filter"]["person_conf"]),
+                float(t["record_conf"]),
+                *(
+                    float(t["botsort"][k])
+                    for k in ("track_high_thresh", "new_track_thresh")
+                ),
+            }
+        ),
+        low_thresholds=[float(t["botsort"]["track_low_thresh"])],
+    )
+
+
+def detect_settings():
+    """detect.run's settings: config's detect section, with exact_margin and exact_low
+    given as ``exact`` with the thresholds (exact_params), below FP32 only."""
+    out = {
+        k: v
+        for k, v in config["detect"].items()
+        if k not in ("exact_margin", "exact_low")
+    }
+    exact = exact_params()
+    if exact:
+        out["exact"] = exact
+    return out
+
+
 def rejection_params(wildcards):
     """The filter settings that let detect skip frames; None with detect.skip_rejected
     off, so that filter edits never touch detect."""

@@ -24,7 +24,9 @@ rule detect:
         # profiles); on a CPU-only machine detect jobs do not wait for each other.
         gpu=1 if DETECT_ON_GPU else 0,
     params:
-        settings=config["detect"],
+        # below FP32 also "exact": the frames near a decision threshold inferred again at FP32
+        # (exact_params; absent at FP32, so that the default's params are what they were)
+        settings=detect_settings(),
         # detect.skip_rejected: the filter's rule (a filter edit re-runs detect, which then
         # runs YOLO only on frames it never ran on: results/cache/detect)
         rejection=rejection_params,

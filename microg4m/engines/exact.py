@@ -1,0 +1,84 @@
+"""Lower precision only where it cannot change a result (``detect.exact_margin``).
+
+BF16, FP16 and INT8 move every confidence a little, by an amount that depends on the
+CPU's instructions (AVX-512 BF16 and AMX round differently). A box whose confidence moves
+across a threshold that decides something changes a result: a person frame of the filter
+(``filter.person_conf``), a track started or not (BoT-SORT's ``new_track_thresh``, and the
+filter tracker's), a box matched first (``track_high_thresh``), a box recorded or not
+(``track.record_conf``). Anywhere else a small move changes nothing but the box's last
+digits.
+
+So a frame inferred at low precision is inferred again at FP32 when one of its boxes has a
+confidence within ``margin`` of one of those thresholds; its FP32 boxes replace the others.
+With a margin larger than the precision's error on a confidence, every such decision is
+FP32's, on any CPU.
+
+The low thresholds (the detector's own 0.1, ``track_low_thresh``, the filter tracker's low
+one) are left out unless ``detect.exact_low``: a box near them is never recorded and never
+starts a track; it can only keep a track associated for a frame. Most frames hold such a
+box (clutter at 0.05-0.2), and with them the rule sent 62 % of the benchmark frames to FP32
+(bench/bench_precision_error.py, AMX BF16, margin 0.08), against 8.5 % without them: more
+work than FP32 alone. With ``exact_low`` the low-precision pass runs at the detector's
+threshold less the margin, so that a box just under it, which FP32 keeps, flags its frame.
+
+The margins of ``MARGIN`` are above the precision's largest error on a confidence measured
+by ``bench/bench_precision_error.py`` (FP32 against each precision on the same frames of
+the package footage, boxes matched by IoU) on the CPUs of docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SETTING = "detect.exact_margin"
+# precision -> margin on a confidence (0: exactness off), above the largest error that
+# bench/bench_precision_error.py measured (Intel Xeon with AMX, 2026-12-05: bf16 0.070, int8
+# 0.194 over 625 and 639 matched boxes). fp16 (CUDA, or a CPU with AVX-512 FP16): as bf16,
+# whose 8-bit mantissa errs more than fp16's 11 bits.
+MARGIN = {"fp32": 0.0, "bf16": 0.08, "fp16": 0.08, "int8": 0.2}
+
+
+def margin(setting, precision: str, device: str = "cpu") -> float:
+    """The margin for ``precision`` on ``device``: ``setting`` is ``auto`` (MARGIN's on a
+    CPU; off on CUDA, where the margins were not measured), a number in [0, 1) (0: off),
+    or None (off)."""
+    auto = str(setting).strip().lower() == "auto"
+    if not auto:
+        try:
+            value = float(setting) if setting is not None and not isinstance(setting, bool) else -1.0
+        except (TypeError, ValueError):
+            value = -1.0
+        if setting is not None and not 0.0 <= value < 1.0:
+            raise ValueError(f"{SETTING} = {setting!r}: expected auto or a number in [0, 1) (0: off)")
+    if setting is None or precision == "fp32":
+        return 0.0
+    if auto:
+        return 0.0 if str(device).startswith("cuda") else MARGIN.get(precision, max(MARGIN.values()))
+    return value
+
+
+def filter_tracker_thresholds() -> tuple[list[float], list[float]]:
+    """The confidence thresholds of the tracker a bare ``model.track()`` gets from the
+    installed ultralytics (the filter counts its boxes: filter.count tracked): (those that
+    start a track or match it first, its low threshold)."""
+    from ultralytics.cfg import get_cfg
+    from ultralytics.utils import YAML
+    from ultralytics.utils.checks import check_yaml
+
+    cfg = YAML.load(check_yaml(get_cfg().tracker))
+    high = [float(cfg[k]) for k in ("track_high_thresh", "new_track_thresh", "tai_thr") if k in cfg]
+    return high, [float(cfg["track_low_thresh"])] if "track_low_thresh" in cfg else []
+
+
+class Near:
+    """Which frames have a box within ``margin`` of a threshold."""
+
+    def __init__(self, thresholds, margin: float):
+        self.thresholds = np.array(sorted({float(t) for t in thresholds}), np.float32)
+        self.margin = np.float32(margin)
+
+    def __call__(self, boxes: np.ndarray) -> bool:
+        if not len(boxes) or not len(self.thresholds):
+            return False
+        gap = np.abs(boxes[:, 4:5] - self.thresholds[None, :])
+        return bool((gap <= self.margin).any())
