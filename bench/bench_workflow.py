@@ -243,11 +243,17 @@ def count_clips(results: Path) -> dict:
 
 
 def detect_runtime(results: Path) -> str:
-    """The runtimes and precisions the detect jobs used (from their logs)."""
-    found = set()
+    """The runtimes and precisions the detect jobs used, and below FP32 the share of frames
+    inferred again at FP32 (detect.exact_margin), from their logs."""
+    found, again, inferred = set(), 0, 0
     for log in (results / "logs" / "detect").glob("*.log"):
-        found |= set(re.findall(r"detect: (\w+ \w+) on ", log.read_text(errors="replace")))
-    return ",".join(sorted(found)) or "none"
+        text = log.read_text(errors="replace")
+        found |= set(re.findall(r"detect: (\w+ \w+) on ", text))
+        for stats in re.findall(r"detect: (\{'clips'.*\})", text):
+            again += int(re.search(r"'exact_frames': (\d+)", stats).group(1)) if "'exact_frames'" in stats else 0
+            inferred += int(re.search(r"'inferred': (\d+)", stats).group(1))
+    text = ",".join(sorted(found)) or "none"
+    return text + (f"; {again / inferred:.1%} of {inferred} frames again at FP32" if again else "")
 
 
 # ------------------------------------------------------------------------- runs
