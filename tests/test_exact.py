@@ -42,6 +42,11 @@ def test_a_frame_is_flagged_only_with_a_box_within_the_margin():
     assert near(box(0.58)) and near(box(0.629)) and near(box(0.08)) and near(box(0.1))
     assert not near(box(0.64)) and not near(box(0.4)) and not near(np.zeros((0, 6), np.float32))
     assert not exact.Near([], 0.03)(box(0.6))
+    # a box's share of the frame near an area threshold (track.closeup_area: 0.5)
+    area = exact.Near([0.6], 0.03, [0.5], 0.015)
+    half = np.array([[0, 0, 100, 49.5, 0.9, 0]], np.float32)  # 4,950 of 10,000 pixels
+    assert area(half, (100, 100, 3)) and not area(half) and not exact.Near([0.6], 0.03)(half, (100, 100, 3))
+    assert not area(np.array([[0, 0, 100, 40, 0.9, 0]], np.float32), (100, 100, 3))
 
 
 def decisions(boxes: np.ndarray, thresholds) -> tuple:
@@ -87,11 +92,11 @@ def test_a_person_crossing_a_threshold_is_decided_at_bf16_as_fp32_decides_it(tmp
     m = exact.MARGIN["bf16"]
     changed = [n for n in range(90) if decisions(bf16[n], [0.1, *THRESHOLDS]) != decisions(fp32[n], [0.1, *THRESHOLDS])]
     print(f"BF16 without the rule decides {len(changed)} of 90 frames otherwise than FP32 ({hardware.isa_summary()})")
-    for low, watched in ((False, THRESHOLDS), (True, [0.1, *THRESHOLDS])):  # detect.exact_low: also the 0.1s
+    for low, watched in ((False, THRESHOLDS), (True, [0.1, *THRESHOLDS])):  # detect.exact_all: also the 0.1s
         stats, ruled = run(f"exact-{low}", precision="bf16", exact={
             "margin": "auto", "thresholds": THRESHOLDS, "low": low, "low_thresholds": [0.1]})
         assert stats["exact_margin"] == m and 0 < stats["exact_frames"] < 90
-        print(f"exact_low {low}: {stats['exact_frames']} frames inferred again at FP32")
+        print(f"exact_all {low}: {stats['exact_frames']} frames inferred again at FP32")
         near = exact.Near(watched, m)
         for n in range(90):
             assert decisions(ruled[n], watched) == decisions(fp32[n], watched), (low, n + 1)

@@ -13,12 +13,19 @@ confidence within ``margin`` of one of those thresholds; its FP32 boxes replace 
 With a margin larger than the precision's error on a confidence, every such decision is
 FP32's, on any CPU.
 
-The low thresholds (the detector's own 0.1, ``track_low_thresh``, the filter tracker's low
-one) are left out unless ``detect.exact_low``: a box near them is never recorded and never
-starts a track; it can only keep a track associated for a frame. Most frames hold such a
-box (clutter at 0.05-0.2), and with them the rule sent 62 % of the benchmark frames to FP32
-(bench/bench_precision_error.py, AMX BF16, margin 0.08), against 8.5 % without them: more
-work than FP32 alone. With ``exact_low`` the low-precision pass runs at the detector's
+Boxes are compared with the area thresholds too: a box whose share of the frame lies within
+``AREA_MARGIN`` of ``track.closeup_area`` (the largest person above it is recorded alone)
+flags its frame; BF16 moves a box's corners by a pixel or two.
+
+Left out unless ``detect.exact_all``: the low confidence thresholds (the detector's own
+0.1, ``track_low_thresh``, the filter tracker's low one) and the motion levels' ``min_area``
+(a box of any class and confidence at least that large is a sighting of its track). A box
+near the low thresholds is never recorded and never starts a track; it can only keep a
+track associated for a frame; one near ``min_area`` can only add or miss one sighting.
+Most frames hold such a box (clutter at 0.05-0.2 and of every size), and with them the
+rule sent 62 % of the benchmark frames to FP32 (confidences alone;
+bench/bench_precision_error.py, AMX BF16, margin 0.08), against 8.5 % without them: more
+work than FP32 alone. With ``exact_all`` the low-precision pass runs at the detector's
 threshold less the margin, so that a box just under it, which FP32 keeps, flags its frame.
 
 The margins of ``MARGIN`` are above the precision's largest error on a confidence measured
@@ -36,6 +43,10 @@ SETTING = "detect.exact_margin"
 # 0.194 over 625 and 639 matched boxes). fp16 (CUDA, or a CPU with AVX-512 FP16): as bf16,
 # whose 8-bit mantissa errs more than fp16's 11 bits.
 MARGIN = {"fp32": 0.0, "bf16": 0.08, "fp16": 0.08, "int8": 0.2}
+# the same for a box's share of the frame (track.closeup_area; with detect.exact_all the
+# min_area of the motion levels), above the largest error measured there (bf16 0.0101,
+# int8 0.0296)
+AREA_MARGIN = {"fp32": 0.0, "bf16": 0.015, "fp16": 0.015, "int8": 0.04}
 
 
 def margin(setting, precision: str, device: str = "cpu") -> float:
@@ -71,14 +82,22 @@ def filter_tracker_thresholds() -> tuple[list[float], list[float]]:
 
 
 class Near:
-    """Which frames have a box within ``margin`` of a threshold."""
+    """Which frames have a box within ``margin`` of a confidence threshold, or (with
+    ``areas``) whose share of the frame lies within ``area_margin`` of an area threshold."""
 
-    def __init__(self, thresholds, margin: float):
+    def __init__(self, thresholds, margin: float, areas=(), area_margin: float = 0.0):
         self.thresholds = np.array(sorted({float(t) for t in thresholds}), np.float32)
         self.margin = np.float32(margin)
+        self.areas = np.array(sorted({float(a) for a in areas}), np.float32)
+        self.area_margin = np.float32(area_margin)
 
-    def __call__(self, boxes: np.ndarray) -> bool:
-        if not len(boxes) or not len(self.thresholds):
+    def __call__(self, boxes: np.ndarray, shape: tuple[int, ...] | None = None) -> bool:
+        """``shape``: the frame's (height, width, ...), for the area thresholds."""
+        if not len(boxes):
             return False
-        gap = np.abs(boxes[:, 4:5] - self.thresholds[None, :])
-        return bool((gap <= self.margin).any())
+        if len(self.thresholds) and (np.abs(boxes[:, 4:5] - self.thresholds[None, :]) <= self.margin).any():
+            return True
+        if shape is None or not len(self.areas) or not self.area_margin:
+            return False
+        share = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]) / np.float32(shape[0] * shape[1])
+        return bool((np.abs(share[:, None] - self.areas[None, :]) <= self.area_margin).any())

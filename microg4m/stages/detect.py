@@ -428,9 +428,10 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     re-run decodes and runs YOLO only on clips and frames it did not run on before.
     ``exact`` (at a precision below FP32): ``{"margin": detect.exact_margin, "thresholds":
     [the thresholds that record a box, start a track or count a person frame], "low":
-    detect.exact_low, "low_thresholds": [the trackers' low thresholds]}``; a frame with a box
+    detect.exact_all, "low_thresholds": [the trackers' low thresholds], "areas":
+    [track.closeup_area], "low_areas": [the motion levels' min_area]}``; a frame with a box
     within the margin of one of them (and of the filter tracker's; with ``low``, also of the
-    detector's own) is inferred again at FP32 (microg4m.engines.exact). Returns counts and timing: clips, frames (decoded),
+    detector's own and of the low areas) is inferred again at FP32 (microg4m.engines.exact). Returns counts and timing: clips, frames (decoded),
     inferred, exact_frames (inferred again at FP32), from_cache, skipped_frames, boxes,
     seconds, device, runtime, precision, exact_margin.
     """
@@ -467,10 +468,11 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
         m = ex.margin(exact.get("margin"), precision, dev) if exact else 0.0
         if m > 0:
             high, low = ex.filter_tracker_thresholds()
-            thresholds = [*exact.get("thresholds", []), *high]
-            if exact.get("low"):  # also the thresholds of low boxes: the detector's own, the trackers' low
+            thresholds, areas = [*exact.get("thresholds", []), *high], list(exact.get("areas", []))
+            if exact.get("low"):  # detect.exact_all: also the detector's own, the trackers' low, the sightings' areas
                 thresholds += [run_conf, float(conf), *exact.get("low_thresholds", []), *low]
-            near = ex.Near(thresholds, m)
+                areas += exact.get("low_areas", [])
+            near = ex.Near(thresholds, m, areas, ex.AREA_MARGIN.get(precision, max(ex.AREA_MARGIN.values())))
             stats["exact_margin"] = m
         # on CPU inference takes the cores and one decoding thread keeps up; a GPU needs more
         workers = max(1, min(8, (threads or os.cpu_count() or 2) - 1)) if dev.startswith("cuda") else 1
@@ -481,7 +483,8 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
             key_settings = box_settings(record, runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
                                         conf=run_conf, decoder=decoder, threads=threads, batch=batch)
             if near is not None:  # which frames ran again at FP32
-                key_settings["exact"] = {"margin": float(near.margin), "thresholds": near.thresholds.tolist()}
+                key_settings["exact"] = {"margin": float(near.margin), "thresholds": near.thresholds.tolist(),
+                                         "area_margin": float(near.area_margin), "areas": near.areas.tolist()}
             fcache = FrameCache(Path(frame_cache) / cache_key(**key_settings), key_settings)
             for source, group in clips.groupby("source_id", sort=False):
                 entries = fcache.load(source)
@@ -540,7 +543,7 @@ class _Refine:
         self.fp32 = None  # made when a first frame needs it
 
     def __call__(self, frames: list[np.ndarray], dets: list[np.ndarray], stats: dict) -> list[np.ndarray]:
-        again = [i for i, boxes in enumerate(dets) if self.near(boxes)]
+        again = [i for i, boxes in enumerate(dets) if self.near(boxes, frames[i].shape)]
         out = [self.above(boxes) for boxes in dets]
         if again:
             if self.fp32 is None:

@@ -175,7 +175,7 @@ def exact_params():
     t = config["track"]
     return dict(
         margin=config["detect"]["exact_margin"],
-        low=config["detect"]["exact_low"],
+        low=config["detect"]["exact_all"],
         thresholds=sorted(
             {
                 float(config["filter"]["person_conf"]),
@@ -187,16 +187,21 @@ def exact_params():
             }
         ),
         low_thresholds=[float(t["botsort"]["track_low_thresh"])],
+        areas=[float(t["closeup_area"])],
+        low_areas=[
+            float(t["low_motion"]["min_area"]),
+            float(t["high_motion"]["min_area"]),
+        ],
     )
 
 
 def detect_settings():
-    """detect.run's settings: config's detect section, with exact_margin and exact_low
+    """detect.run's settings: config's detect section, with exact_margin and exact_all
     given as ``exact`` with the thresholds (exact_params), below FP32 only."""
     out = {
         k: v
         for k, v in config["detect"].items()
-        if k not in ("exact_margin", "exact_low")
+        if k not in ("exact_margin", "exact_all")
     }
     exact = exact_params()
     if exact:
