@@ -229,6 +229,7 @@ EDITS = {
     "`detect.conf`": config_edit("detect", conf=0.2),
     "`detect.decoder`": config_edit("detect", decoder="cv2"),
     "`detect.skip_rejected`": config_edit("detect", skip_rejected=False),
+    "`detect.exact_margin`": config_edit("detect", exact_margin=0.05, exact_all=True),  # at FP32: nothing
     "`scenes`": config_edit("scenes", threshold=41),
     "a filter threshold": config_edit("filter", person_conf=0.7),
     "`annotations/screening_excluded.txt`": file_edit("annotations/screening_excluded.txt", "talk_001\n",
