@@ -116,7 +116,10 @@ class Server:
         if self._stop.is_set():
             self._force.set()
         self._stop.set()
-        self._server.pull_trigger()  # wake the socket loop
+        try:
+            self._server.pull_trigger()  # wake the socket loop
+        except OSError:  # its trigger already closed: the loop is ending (it also wakes every second)
+            pass
 
     def _channels(self) -> list[HTTPChannel]:
         return [ch for ch in list(self._map.values()) if isinstance(ch, HTTPChannel)]
