@@ -76,6 +76,29 @@ def margin(setting, precision: str, device: str = "cpu") -> float:
     return value
 
 
+def check(exact: dict | None) -> None:
+    """A bad ``detect.exact_margin`` is a ValueError naming it (before any work)."""
+    if exact:
+        margin(exact.get("margin"), "bf16")
+
+
+def watch(exact: dict | None, precision: str, device: str, detector_thresholds=()) -> "Near | None":
+    """What detect watches at ``precision`` on ``device`` (None: nothing, e.g. at FP32).
+
+    ``exact``: the workflow's ``{"margin", "thresholds", "areas", "low", "low_thresholds",
+    "low_areas"}`` (``low``: detect.exact_all); the filter tracker's thresholds are added,
+    and with ``low`` the detector's own (``detector_thresholds``) and the low ones."""
+    m = margin(exact.get("margin"), precision, device) if exact else 0.0
+    if m <= 0:
+        return None
+    high, low = filter_tracker_thresholds()
+    thresholds, areas = [*exact.get("thresholds", []), *high], list(exact.get("areas", []))
+    if exact.get("low"):
+        thresholds += [*detector_thresholds, *exact.get("low_thresholds", []), *low]
+        areas += exact.get("low_areas", [])
+    return Near(thresholds, m, areas, AREA_MARGIN.get(precision, max(AREA_MARGIN.values())))
+
+
 def filter_tracker_thresholds() -> tuple[list[float], list[float]]:
     """The confidence thresholds of the tracker a bare ``model.track()`` gets from the
     installed ultralytics (the filter counts its boxes: filter.count tracked): (those that
@@ -95,9 +118,9 @@ class Near:
 
     def __init__(self, thresholds, margin: float, areas=(), area_margin: float = 0.0):
         self.thresholds = np.array(sorted({float(t) for t in thresholds}), np.float32)
-        self.margin = np.float32(margin)
+        self.margin = float(margin)  # compared with float32 confidences as a float32 (NEP 50)
         self.areas = np.array(sorted({float(a) for a in areas}), np.float32)
-        self.area_margin = np.float32(area_margin)
+        self.area_margin = float(area_margin)
 
     def __call__(self, boxes: np.ndarray, shape: tuple[int, ...] | None = None) -> bool:
         """``shape``: the frame's (height, width, ...), for the area thresholds."""

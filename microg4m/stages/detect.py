@@ -454,8 +454,7 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     run_conf = min(float(conf), CACHE_CONF)
     keep = _above(conf) if float(conf) > run_conf else None
     near = None
-    if exact:
-        ex.margin(exact.get("margin"), "bf16", "cpu")  # a bad setting fails even for a source without clips
+    ex.check(exact)  # a bad margin fails even for a source without clips
     if len(clips):
         dev = device_here(device, record, detector)
         batch = rt.auto_batch(batch, dev)
@@ -465,15 +464,9 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
             raise ValueError(f"{detector}: made for {record['runtime']} {record['precision']}, the settings ask "
                              f"for {runtime} {precision}; re-run: snakemake --forcerun detector")
         decoder = choose_decoder(decoder, dev)
-        m = ex.margin(exact.get("margin"), precision, dev) if exact else 0.0
-        if m > 0:
-            high, low = ex.filter_tracker_thresholds()
-            thresholds, areas = [*exact.get("thresholds", []), *high], list(exact.get("areas", []))
-            if exact.get("low"):  # detect.exact_all: also the detector's own, the trackers' low, the sightings' areas
-                thresholds += [run_conf, float(conf), *exact.get("low_thresholds", []), *low]
-                areas += exact.get("low_areas", [])
-            near = ex.Near(thresholds, m, areas, ex.AREA_MARGIN.get(precision, max(ex.AREA_MARGIN.values())))
-            stats["exact_margin"] = m
+        near = ex.watch(exact, precision, dev, detector_thresholds=(run_conf, float(conf)))
+        if near is not None:
+            stats["exact_margin"] = near.margin
         # on CPU inference takes the cores and one decoding thread keeps up; a GPU needs more
         workers = max(1, min(8, (threads or os.cpu_count() or 2) - 1)) if dev.startswith("cuda") else 1
         stats.update(device=dev, runtime=runtime, precision=precision, decoder=decoder, decode_workers=workers)

@@ -17,9 +17,7 @@ const labelById = new Map();
 // page that holds the clip open; `query` may name another page or clip instead. The to-do
 // filter is the server's (todo=1), so that it holds across pages.
 async function loadState(query = {}) {
-  const params = { todo: $("todo-only").checked, ...query };
-  if (params.page === undefined && params.around === undefined && S.clip) params.around = S.clip.clip_id;
-  const st = await api("GET", `/api/state${pageQuery(params)}`);
+  const st = await api("GET", `/api/state${listQuery({ todo: $("todo-only").checked }, query, S.clip && S.clip.clip_id)}`);
   if (!st) return false;
   S.state = st;
   for (const l of S.state.labels) labelById.set(l.id, l);

@@ -26,8 +26,12 @@ async function api(method, url, body) {
   return data;
 }
 
-// "?k=v&..." from an object, leaving out what is empty, null or false (true is sent as 1).
-function pageQuery(params) {
+// The query of a list request (pages.py): the filter `base`, then `query`; without a page or
+// clip asked for, the page that holds the clip open (`open`, its id or null). Empty, null and
+// false values are left out; true is sent as 1.
+function listQuery(base, query, open) {
+  const params = { ...base, ...query };
+  if (params.page === undefined && params.around === undefined && open) params.around = open;
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
     if (v !== undefined && v !== null && v !== "" && v !== false) q.set(k, v === true ? "1" : String(v));

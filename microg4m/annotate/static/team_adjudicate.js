@@ -13,9 +13,7 @@ function labelName(aid) { const l = labelById.get(aid); return l ? l.name : `id 
 // One page of the list (pages.py), filtered by status on the server: by default the page
 // that holds the clip open; `query` may name another page.
 async function load(query = {}) {
-  const params = { status: $("filter").value, ...query };
-  if (params.page === undefined && A.clip) params.around = A.clip.clip_id;
-  const d = await api("GET", `/api/adjudication${pageQuery(params)}`);
+  const d = await api("GET", `/api/adjudication${listQuery({ status: $("filter").value }, query, A.clip && A.clip.clip_id)}`);
   if (!d) return false;
   A.data = d;
   renderPager(d, (n) => load({ page: n }));

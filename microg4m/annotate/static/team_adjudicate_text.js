@@ -17,9 +17,7 @@ function el(tag, cls, text) {
 // One page of the list (pages.py), filtered by status on the server: by default the page
 // that holds the clip open; `query` may name another page.
 async function load(query = {}) {
-  const params = { status: $("filter").value, ...query };
-  if (params.page === undefined && T.clip) params.around = T.clip.clip_id;
-  const d = await api("GET", `/api/text-adjudication${pageQuery(params)}`);
+  const d = await api("GET", `/api/text-adjudication${listQuery({ status: $("filter").value }, query, T.clip && T.clip.clip_id)}`);
   if (!d) return false;
   T.data = d;
   renderPager(d, (n) => load({ page: n }));
