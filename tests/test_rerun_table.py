@@ -14,6 +14,7 @@ the run, a re-plan of the units (nothing of the earlier plan is left) and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -26,7 +27,7 @@ import yaml
 
 from microg4m.formats.manifest import read_manifest
 from microg4m.formats.unit_plan import read_plan
-from workflow import REPO, dry_run_jobs, jobs_ran, make_workdir, set_config, snakemake
+from workflow import REPO, dry_run_jobs, jobs_ran, make_workdir, set_config, slots, snakemake
 
 SOURCES = {
     "talk_2": ("resources/demo/dancer.mp4", "r"),
@@ -190,12 +191,17 @@ MORE = {**SOURCES, "talk_3": SOURCES["talk"]}  # a source appended (the pianist 
 
 
 def replanned(wd: Path) -> set[str]:
-    """The units whose sources the appended source changes, under auto on this machine."""
-    from microg4m.common.units import make_units, per_job
+    """The units whose sources the appended source changes, under auto as the tests'
+    Snakemake plans them (the plan on disk kept, the new source packed into one unit)."""
+    from microg4m.formats.sources import load_sources
+    from microg4m.stages.units import plan_for
 
     before = plan(wd)
-    after = make_units(list(MORE), per_job("auto", len(MORE), len(os.sched_getaffinity(0))))
-    return {u for u, sids in after.items() if before.get(u) != sids}
+    with contextlib.chdir(wd):  # local sources are found from the working directory
+        after = plan_for(load_sources("config/sources.tsv"), "auto", slots(), "results", 30).units
+    changed = {u for u in after.keys() | before.keys() if before.get(u) != after.get(u)}
+    assert len(changed) == 1, (before, after)  # one source added: one unit changes
+    return changed
 
 
 def drafted(wd: Path) -> None:

@@ -9,6 +9,9 @@ writes the plan (microg4m.formats.unit_plan: whoever reads the results folder kn
 it which per-unit files are current) and removes every per-unit path of a unit that is
 not in it, for each per-unit path the workflow declares (outputs, logs, benchmarks).
 The workflow re-runs it whenever the plan changes (the plan is its param).
+
+:func:`plan_for` makes the plan while the DAG is built (workflow/rules/common.smk): under
+``auto`` from the plan on disk and each source's estimated work (microg4m/common/units.py).
 """
 
 from __future__ import annotations
@@ -19,8 +22,11 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
-from microg4m.formats.unit_plan import write_plan
+from microg4m.common import source_work
+from microg4m.common import units as _units
+from microg4m.formats.unit_plan import read_plan, write_plan
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +49,44 @@ def orphans(patterns: list[str], plan: dict[str, list[str]]) -> list[Path]:
     return sorted(found)
 
 
-def run(out: str | os.PathLike, plan: dict[str, list[str]], per_unit: list[str]) -> list[Path]:
-    """Write the plan to ``out`` and remove the per-unit paths of units not in it; return them."""
-    write_plan(out, plan)
+PLAN = "units.tsv"
+
+
+class Planned(NamedTuple):
+    units: dict[str, list[str]]  # unit -> its sources
+    frames: dict[str, float | None]  # source -> its estimated frames now (None: not known)
+    recorded: dict[str, float | None]  # what results/units.tsv keeps: the estimate the source was planned with
+
+
+def plan_for(sources, setting, slots: int, results: str | os.PathLike, fps: float) -> Planned:
+    """The unit plan this run uses for the sources table ``sources`` (indexed by source id),
+    with each source's estimated frames (empty under an integer ``sources_per_job`` or one
+    source per unit, where work plays no part). Under ``auto`` the plan on disk
+    (``results/units.tsv``) is kept where it can be (an unreadable one is named in a
+    warning and the units are planned anew), and a source keeps the estimate it was planned
+    with in ``recorded``, so that the units rule runs again only when the plan changes."""
+    ids = list(sources.index)
+    if setting != "auto" or _units.per_job(setting, len(ids), slots) == 1:
+        return Planned(_units.plan(ids, setting, slots), {}, {})
+    previous, stored = None, {}
+    path = Path(results) / PLAN
+    if path.is_file():
+        try:
+            previous, stored = read_plan(path, with_frames=True)
+        except (OSError, ValueError) as exc:
+            log.warning("%s: not read (%s); the units are planned anew", path, exc)
+    frames = {s: stored.get(s) for s in ids}
+    frames.update(source_work.estimate(sources, [s for s in ids if frames[s] is None], results, fps))
+    units = _units.plan(ids, setting, slots, frames, previous)
+    recorded = {s: stored[s] if s in stored else frames[s] for s in ids}
+    return Planned(units, frames, recorded)
+
+
+def run(out: str | os.PathLike, plan: dict[str, list[str]], per_unit: list[str],
+        frames: dict[str, float | None] | None = None) -> list[Path]:
+    """Write the plan (with each source's estimated ``frames``) to ``out`` and remove the
+    per-unit paths of units not in it; return them."""
+    write_plan(out, plan, frames)
     removed = orphans(per_unit, plan)
     for path in removed:
         if path.is_dir() and not path.is_symlink():

@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
@@ -14,6 +15,7 @@ from microg4m.release import settings as _release
 from microg4m.stages import cache as _cache
 from microg4m.stages import corrections as _corrections
 from microg4m.stages import demo as _demo
+from microg4m.stages import units as _units_stage
 from microg4m.stages import versions as _versions
 
 # The one config reader (microg4m/config.py): validated, the schema's defaults filled in.
@@ -56,10 +58,14 @@ def job_slots():
     return len(os.sched_getaffinity(0))
 
 
-UNITS = _units.make_units(
-    list(SOURCES.index),
-    _units.per_job(config["sources_per_job"], len(SOURCES), job_slots()),
+# The unit plan (microg4m/common/units.py): under auto packed by each source's estimated
+# frames and kept across runs (results/units.tsv), so that adding a source changes one unit.
+PLANNED = _units_stage.plan_for(
+    SOURCES, config["sources_per_job"], job_slots(), RESULTS, config["trim"]["fps"]
 )
+UNITS = PLANNED.units
+if PLANNED.frames and not workflow.remote_exec:
+    print(f"microg4m: {_units.describe(UNITS, PLANNED.frames)}", file=sys.stderr)
 
 
 def per_unit_paths():
