@@ -198,7 +198,8 @@ def replanned(wd: Path) -> set[str]:
 
     before = plan(wd)
     with contextlib.chdir(wd):  # local sources are found from the working directory
-        after = plan_for(load_sources("config/sources.tsv"), "auto", slots(), "results", 30).units
+        after = plan_for(load_sources("config/sources.tsv"), "auto", slots(), "results", fps=30,
+                         imgsz=320).units  # the fixture's detect.imgsz
     changed = {u for u in after.keys() | before.keys() if before.get(u) != after.get(u)}
     assert len(changed) == 1, (before, after)  # one source added: one unit changes
     return changed

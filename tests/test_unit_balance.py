@@ -1,5 +1,6 @@
 """Units balanced by work (issue 35, item 2): under ``sources_per_job: auto`` the sources
-are packed longest first by their estimated frames, and a plan is kept across runs, so
+are packed longest first by their estimated work (frames weighted by the detector's input
+size), and a plan is kept across runs, so
 that adding a source changes one unit.
 
 The pure packing rule is checked on made-up estimates; the same path runs for real below:
@@ -15,6 +16,7 @@ import subprocess
 import imageio_ffmpeg
 import pytest
 
+from microg4m.common.source_work import frame_weight
 from microg4m.common.units import AUTO_MAX, describe, loads, plan
 from microg4m.formats.unit_plan import read_plan
 from workflow import make_workdir, snakemake
@@ -73,6 +75,14 @@ def test_a_plan_auto_would_not_make_is_planned_anew():
     assert plan(ids[:2], "auto", 2, {}) == {"s0": ["s0"], "s1": ["s1"]}  # one source per slot
 
 
+def test_a_frame_weighs_the_pixels_the_detector_runs_on():
+    assert frame_weight(640, 640, 640) == 1.0  # square: the whole input
+    assert frame_weight(640, 360, 640) == pytest.approx(640 * 384 / 640**2)  # 360 padded to 384
+    assert frame_weight(1920, 1080, 640) == frame_weight(640, 360, 640)  # scaled to fit first
+    assert frame_weight(1920, 1080, 640, max_height=480) == frame_weight(854, 480, 640)
+    assert frame_weight(640, 480, 320) == pytest.approx(320 * 256 / 320**2)
+
+
 def test_the_balance_line_names_the_units_and_their_spread():
     units = {"batch00000": ["a", "b"], "batch00001": ["c"]}
     line = describe(units, {"a": 100, "b": 110, "c": 200})
@@ -89,7 +99,8 @@ def make_video(path, seconds: float) -> None:
                     "ultrafast", "-pix_fmt", "yuv420p", "-y", str(path)], check=True)
 
 
-BALANCE = re.compile(r"microg4m: (\d+) sources in (\d+) units; estimated frames per unit: (.*); "
+BALANCE = re.compile(r"microg4m: (\d+) sources in (\d+) units; estimated work per unit \(frames at the "
+                     r"detector's full input size\): (.*); "
                      r"the heaviest ([\d.]+)% above the lightest")
 
 
@@ -106,11 +117,12 @@ def test_a_dry_run_packs_real_videos_by_their_length_and_a_new_source_changes_on
     assert m, dry.stderr[-3000:]
     assert (m.group(1), m.group(2)) == ("10", "2")
     per_unit = [float(x.split()[-1].replace(",", "")) for x in m.group(3).split(", ")]
-    assert sum(per_unit) == pytest.approx(sum(LENGTHS) * 30, abs=2)  # the files' own frames
+    # the files' own frames, each 0.75 of one (64x48 scaled to 640x480 of the 640x640 input)
+    assert sum(per_unit) == pytest.approx(sum(LENGTHS) * 30 * 0.75, abs=2)
     assert max(per_unit) <= 1.15 * min(per_unit) and float(m.group(4)) <= 15
     snakemake(wd, "results/units.tsv")
-    before, frames = read_plan(wd / "results" / "units.tsv", with_frames=True)
-    assert frames == {f"v{i}": pytest.approx(s * 30, abs=1) for i, s in enumerate(LENGTHS)}
+    before, work = read_plan(wd / "results" / "units.tsv", with_work=True)
+    assert work == {f"v{i}": pytest.approx(s * 30 * 0.75, abs=1) for i, s in enumerate(LENGTHS)}
     make_video(media / "v10.mp4", 20)
     with open(wd / "config" / "sources.tsv", "a") as f:
         f.write(f"v10\t{media / 'v10.mp4'}\tr\n")

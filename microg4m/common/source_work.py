@@ -1,24 +1,37 @@
-"""A source's work before its jobs run: the frames its clips will hold (duration x fps).
+"""A source's work before its jobs run: what ``sources_per_job: auto`` packs units by
+(microg4m/common/units.py).
 
-What ``sources_per_job: auto`` packs units by (microg4m/common/units.py). Known while the
-DAG is built for a source whose download finished (its record in ``download/videos``
-holds the duration) and for a local file (its container says how many frames it holds at
-what rate: OpenCV reads the header, a few ms a file); otherwise unknown (None), and the
-planner counts the median of the known ones.
+The work is the frames its clips will hold (duration x ``trim.fps``), each weighted by the
+pixels the detector runs on: the frame scaled to fit ``detect.imgsz`` and each side padded
+to a multiple of 32, as the detector letterboxes it, over ``imgsz``²
+(a 640x360 source counts 0.6 a frame at 640, a square one 1.0). Known while the DAG is
+built for a source whose download finished (its record in ``download/videos`` holds
+duration and size) and for a local file (OpenCV reads its container's header, a few ms a
+file); otherwise unknown (None), and the planner counts the median of the known ones.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from microg4m.formats.sources import normalize_url
 
+STRIDE = 32
 
-def duration_of_file(path: str | os.PathLike) -> float | None:
-    """Seconds of the video at ``path`` from its container's frame count and rate, or None."""
+
+class Shape(NamedTuple):
+    seconds: float
+    width: int
+    height: int
+
+
+def shape_of_file(path: str | os.PathLike) -> Shape | None:
+    """Duration and frame size of the video at ``path`` from its container, or None."""
     import cv2  # here: the DAG imports this module for every run, cv2 only when a file is read
 
     cap = cv2.VideoCapture(str(path))
@@ -26,35 +39,51 @@ def duration_of_file(path: str | os.PathLike) -> float | None:
         if not cap.isOpened():
             return None
         count, fps = cap.get(cv2.CAP_PROP_FRAME_COUNT), cap.get(cv2.CAP_PROP_FPS)
+        width, height = cap.get(cv2.CAP_PROP_FRAME_WIDTH), cap.get(cv2.CAP_PROP_FRAME_HEIGHT)
     finally:
         cap.release()
-    return count / fps if count > 0 and fps > 0 else None
+    if count <= 0 or fps <= 0 or width <= 0 or height <= 0:
+        return None
+    return Shape(count / fps, int(width), int(height))
 
 
-def recorded_duration(video_dir: Path, source_id: str, url: str) -> float | None:
-    """The duration a finished download of ``url`` recorded (download stage), or None."""
+def recorded_shape(video_dir: Path, source_id: str, url: str) -> Shape | None:
+    """Duration and size a finished download of ``url`` recorded (download stage), or None."""
     try:
         saved = json.loads((video_dir / f"{source_id}.record.json").read_text(encoding="utf-8"))
         record = saved["record"]
         if record.get("url") != url or record.get("status") != "ok":
             return None
-        duration = float(record.get("duration") or 0)
+        shape = Shape(float(record.get("duration") or 0), int(record.get("width") or 0),
+                      int(record.get("height") or 0))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return duration if duration > 0 else None
+    return shape if min(shape) > 0 else None
 
 
-def estimate(sources, ids: Iterable[str], results: str | os.PathLike, fps: float) -> dict[str, float | None]:
-    """Source id -> estimated frames at ``fps`` (None: not known yet) for ``ids`` of the
-    sources table ``sources`` (indexed by source id, with a ``url`` column)."""
+def frame_weight(width: int, height: int, imgsz: int, max_height: int | None = None) -> float:
+    """The share of ``imgsz``² a frame of the clip cut from a ``width`` x ``height`` source
+    takes as the detector's input (scaled to fit ``imgsz``, sides padded to the stride)."""
+    if max_height and height > max_height:
+        width, height = width * max_height / height, max_height
+    r = imgsz / max(width, height)
+    padded = [math.ceil(round(side * r) / STRIDE) * STRIDE for side in (width, height)]
+    return padded[0] * padded[1] / imgsz**2
+
+
+def estimate(sources, ids: Iterable[str], results: str | os.PathLike, *, fps: float, imgsz: int,
+             max_height: int | None = None) -> dict[str, float | None]:
+    """Source id -> estimated work (None: not known yet) for ``ids`` of the sources table
+    ``sources`` (indexed by source id, with a ``url`` column)."""
     video_dir = Path(results) / "download" / "videos"
     out: dict[str, float | None] = {}
     for sid in ids:
         url = sources.loc[sid, "url"]
-        seconds = recorded_duration(video_dir, sid, url)
-        if seconds is None:
+        shape = recorded_shape(video_dir, sid, url)
+        if shape is None:
             _, local = normalize_url(url)
             if local is not None and local.is_file():
-                seconds = duration_of_file(local)
-        out[sid] = None if seconds is None else round(seconds * fps, 1)
+                shape = shape_of_file(local)
+        out[sid] = None if shape is None else round(
+            shape.seconds * fps * frame_weight(shape.width, shape.height, imgsz, max_height), 1)
     return out

@@ -10,7 +10,7 @@ re-run with other ``--cores`` keeps its units and results; on a cluster, where e
 a submission and the compute node's own Snakemake must see the same units, a fixed
 ``CLUSTER_SLOTS``. At most ``AUTO_MAX`` sources per unit, so that 10^4 sources still give
 enough jobs to spread and a failed job redoes little. The sources are packed by their work
-(frames, :mod:`microg4m.common.source_work`), longest first, each into the unit with the
+(frames weighted by the detector's input size, :mod:`microg4m.common.source_work`), longest first, each into the unit with the
 least work so far, so that the units' jobs end together (while no source's work is known,
 runs of consecutive sources of the table, as with an integer). A plan is kept across re-runs
 (``results/units.tsv``): sources removed leave their units, sources added are packed into
@@ -48,31 +48,31 @@ def make_units(ids: list[str], per_job: int) -> dict[str, list[str]]:
     return {f"batch{i // per_job:05d}": list(ids[i: i + per_job]) for i in range(0, len(ids), per_job)}
 
 
-def filled(ids: list[str], frames: Mapping[str, float | None]) -> dict[str, float]:
+def filled(ids: list[str], work: Mapping[str, float | None]) -> dict[str, float]:
     """Every source's work: its estimate, or where none is known the median of the known
     ones (1 each when none is known: the sources are then packed by count)."""
-    known = [float(frames[s]) for s in ids if frames.get(s) is not None]
+    known = [float(work[s]) for s in ids if work.get(s) is not None]
     default = statistics.median(known) if known else 1.0
-    return {s: float(frames[s]) if frames.get(s) is not None else default for s in ids}
+    return {s: float(work[s]) if work.get(s) is not None else default for s in ids}
 
 
-def plan(ids: list[str], setting, slots: int, frames: Mapping[str, float | None] | None = None,
+def plan(ids: list[str], setting, slots: int, estimates: Mapping[str, float | None] | None = None,
          previous: Mapping[str, list[str]] | None = None) -> dict[str, list[str]]:
     """The unit plan: unit name -> its sources (in the table's order).
 
     An integer setting gives :func:`make_units`. ``auto`` with at most one source per slot
     gives each source alone (the unit named by it); else ``batchNNNNN`` units packed by
-    ``frames`` (source -> estimated frames or None), keeping ``previous`` (the plan on disk)
+    ``estimates`` (source -> estimated work or None), keeping ``previous`` (the plan on disk)
     where it is an ``auto`` plan of these sources: see :func:`_kept`.
     """
     per = per_job(setting, len(ids), slots)
     if setting != "auto" or per == 1:
         return make_units(ids, per)
-    frames = frames or {}
-    work = filled(ids, frames)
+    estimates = estimates or {}
+    work = filled(ids, estimates)
     order = {s: i for i, s in enumerate(ids)}
     units = _kept(previous, ids, math.ceil(len(ids) / per))
-    if units is None and all(frames.get(s) is None for s in ids):
+    if units is None and all(estimates.get(s) is None for s in ids):
         return make_units(ids, per)  # no work known yet (URLs not downloaded): runs of the table
     if units is None:  # a plan of its own: k empty units, named below by their first source
         fresh = True
@@ -126,20 +126,20 @@ def _new_names(units, n: int) -> list[str]:
     return [f"batch{i:05d}" for i in range(start, start + max(0, n))]
 
 
-def loads(units: Mapping[str, list[str]], frames: Mapping[str, float | None]) -> dict[str, float]:
-    """Unit -> its estimated frames (unknown sources counted at the median, as planned)."""
-    work = filled([s for sids in units.values() for s in sids], frames)
+def loads(units: Mapping[str, list[str]], estimates: Mapping[str, float | None]) -> dict[str, float]:
+    """Unit -> its estimated work (unknown sources counted at the median, as planned)."""
+    work = filled([s for sids in units.values() for s in sids], estimates)
     return {u: sum(work[s] for s in sids) for u, sids in units.items()}
 
 
-def describe(units: Mapping[str, list[str]], frames: Mapping[str, float | None], show: int = 8) -> str:
-    """One line on a plan's balance: each unit's estimated frames (the lightest and heaviest
+def describe(units: Mapping[str, list[str]], estimates: Mapping[str, float | None], show: int = 8) -> str:
+    """One line on a plan's balance: each unit's estimated work (the lightest and heaviest
     of many) and how far the heaviest is above the lightest."""
     if not units:
         return "no units"
-    load = loads(units, frames)
+    load = loads(units, estimates)
     n = sum(map(len, units.values()))
-    unknown = sum(1 for sids in units.values() for s in sids if frames.get(s) is None)
+    unknown = sum(1 for sids in units.values() for s in sids if estimates.get(s) is None)
     if unknown == n:
         sizes = sorted({len(sids) for sids in units.values()})
         return (f"{n} sources in {len(units)} units of {' or '.join(map(str, sizes))} sources "
@@ -150,7 +150,7 @@ def describe(units: Mapping[str, list[str]], frames: Mapping[str, float | None],
         lo, hi = min(load, key=load.get), max(load, key=load.get)
         each = f"from {lo} {load[lo]:,.0f} to {hi} {load[hi]:,.0f}"
     spread = max(load.values()) / min(load.values()) - 1 if min(load.values()) > 0 else float("inf")
-    text = f"{n} sources in {len(units)} units; estimated frames per unit: {each}; the heaviest {spread:.1%} above the lightest"
+    text = f"{n} sources in {len(units)} units; estimated work per unit (frames at the detector's full input size): {each}; the heaviest {spread:.1%} above the lightest"
     if unknown:
         text += f" ({unknown} of the sources not known yet, counted at the median of the others)"
     return text

@@ -1,8 +1,8 @@
 """The unit plan of a run: ``results/units.tsv``, which sources each per-unit job takes.
 
-One row per source, unit by unit: ``unit, source_id, frames`` (the work the plan counted
-for the source, empty where it was not known; files of earlier versions have no
-``frames``). The workflow writes it from the plan it runs (``sources_per_job``) and plans
+One row per source, unit by unit: ``unit, source_id, work`` (the work the plan counted for
+the source, microg4m/common/source_work.py: its frames weighted by the detector's input
+size; empty where it was not known; files of earlier versions have no ``work``). The workflow writes it from the plan it runs (``sources_per_job``) and plans
 the next run from it (``auto`` keeps its units), so that whoever reads the results
 folder afterwards (annotate, team mode, captions, CVAT, the CLI, the release) knows which
 per-unit files are current: a folder of a unit that is not in the plan is a leftover of an
@@ -18,21 +18,21 @@ import pandas as pd
 from microg4m.common.atomic import write_tsv
 
 COLUMNS = ["unit", "source_id"]
-FRAMES = "frames"
+WORK = "work"
 
 
 def write_plan(path: str | os.PathLike, units: dict[str, list[str]],
-               frames: dict[str, float | None] | None = None) -> None:
+               work: dict[str, float | None] | None = None) -> None:
     """Write ``unit -> [source ids]`` (atomically; the order of ``units`` and of each list
-    kept) with each source's estimated frames (``frames``: source -> frames or None)."""
-    frames = frames or {}
-    rows = [(unit, sid, frames.get(sid)) for unit, sids in units.items() for sid in sids]
-    write_tsv(path, pd.DataFrame(rows, columns=[*COLUMNS, FRAMES]))
+    kept) with each source's estimated work (``work``: source -> work or None)."""
+    work = work or {}
+    rows = [(unit, sid, work.get(sid)) for unit, sids in units.items() for sid in sids]
+    write_tsv(path, pd.DataFrame(rows, columns=[*COLUMNS, WORK]))
 
 
-def read_plan(path: str | os.PathLike, *, with_frames: bool = False):
-    """``unit -> [source ids]`` in file order; with ``with_frames`` also ``source ->
-    estimated frames or None``. A file without the two columns, or a source in two units,
+def read_plan(path: str | os.PathLike, *, with_work: bool = False):
+    """``unit -> [source ids]`` in file order; with ``with_work`` also ``source ->
+    estimated work or None``. A file without the two columns, or a source in two units,
     is refused with a ValueError naming the file and the reason."""
     df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
     missing = [c for c in COLUMNS if c not in df.columns]
@@ -44,11 +44,11 @@ def read_plan(path: str | os.PathLike, *, with_frames: bool = False):
     plan: dict[str, list[str]] = {}
     for unit, sid in zip(df["unit"], df["source_id"]):
         plan.setdefault(unit, []).append(sid)
-    if not with_frames:
+    if not with_work:
         return plan
-    texts = df[FRAMES] if FRAMES in df.columns else [""] * len(df)
+    texts = df[WORK] if WORK in df.columns else [""] * len(df)
     try:
-        frames = {sid: float(t) if t.strip() else None for sid, t in zip(df["source_id"], texts)}
+        work = {sid: float(t) if t.strip() else None for sid, t in zip(df["source_id"], texts)}
     except ValueError as exc:
-        raise ValueError(f"{path}: column {FRAMES}: {exc}") from None
-    return plan, frames
+        raise ValueError(f"{path}: column {WORK}: {exc}") from None
+    return plan, work

@@ -54,13 +54,14 @@ PLAN = "units.tsv"
 
 class Planned(NamedTuple):
     units: dict[str, list[str]]  # unit -> its sources
-    frames: dict[str, float | None]  # source -> its estimated frames now (None: not known)
+    work: dict[str, float | None]  # source -> its estimated work now (None: not known)
     recorded: dict[str, float | None]  # what results/units.tsv keeps: the estimate the source was planned with
 
 
-def plan_for(sources, setting, slots: int, results: str | os.PathLike, fps: float) -> Planned:
+def plan_for(sources, setting, slots: int, results: str | os.PathLike, *, fps: float, imgsz: int,
+             max_height: int | None = None) -> Planned:
     """The unit plan this run uses for the sources table ``sources`` (indexed by source id),
-    with each source's estimated frames (empty under an integer ``sources_per_job`` or one
+    with each source's estimated work (microg4m/common/source_work.py; empty under an integer ``sources_per_job`` or one
     source per unit, where work plays no part). Under ``auto`` the plan on disk
     (``results/units.tsv``) is kept where it can be (an unreadable one is named in a
     warning and the units are planned anew), and a source keeps the estimate it was planned
@@ -72,21 +73,22 @@ def plan_for(sources, setting, slots: int, results: str | os.PathLike, fps: floa
     path = Path(results) / PLAN
     if path.is_file():
         try:
-            previous, stored = read_plan(path, with_frames=True)
+            previous, stored = read_plan(path, with_work=True)
         except (OSError, ValueError) as exc:
             log.warning("%s: not read (%s); the units are planned anew", path, exc)
-    frames = {s: stored.get(s) for s in ids}
-    frames.update(source_work.estimate(sources, [s for s in ids if frames[s] is None], results, fps))
-    units = _units.plan(ids, setting, slots, frames, previous)
-    recorded = {s: stored[s] if s in stored else frames[s] for s in ids}
-    return Planned(units, frames, recorded)
+    work = {s: stored.get(s) for s in ids}
+    work.update(source_work.estimate(sources, [s for s in ids if work[s] is None], results, fps=fps,
+                                     imgsz=imgsz, max_height=max_height))
+    units = _units.plan(ids, setting, slots, work, previous)
+    recorded = {s: stored[s] if s in stored else work[s] for s in ids}
+    return Planned(units, work, recorded)
 
 
 def run(out: str | os.PathLike, plan: dict[str, list[str]], per_unit: list[str],
-        frames: dict[str, float | None] | None = None) -> list[Path]:
-    """Write the plan (with each source's estimated ``frames``) to ``out`` and remove the
+        work: dict[str, float | None] | None = None) -> list[Path]:
+    """Write the plan (with each source's estimated ``work``) to ``out`` and remove the
     per-unit paths of units not in it; return them."""
-    write_plan(out, plan, frames)
+    write_plan(out, plan, work)
     removed = orphans(per_unit, plan)
     for path in removed:
         if path.is_dir() and not path.is_symlink():

@@ -59,13 +59,14 @@ def job_slots():
 
 
 # The unit plan (microg4m/common/units.py): under auto packed by each source's estimated
-# frames and kept across runs (results/units.tsv), so that adding a source changes one unit.
+# work (its frames at the detector's input size) and kept across runs (results/units.tsv), so that adding a source changes one unit.
 PLANNED = _units_stage.plan_for(
-    SOURCES, config["sources_per_job"], job_slots(), RESULTS, config["trim"]["fps"]
+    SOURCES, config["sources_per_job"], job_slots(), RESULTS, fps=config["trim"]["fps"],
+    imgsz=config["detect"]["imgsz"], max_height=config["trim"]["max_height"],
 )
 UNITS = PLANNED.units
-if PLANNED.frames and not workflow.remote_exec:
-    print(f"microg4m: {_units.describe(UNITS, PLANNED.frames)}", file=sys.stderr)
+if PLANNED.work and not workflow.remote_exec:
+    print(f"microg4m: {_units.describe(UNITS, PLANNED.work)}", file=sys.stderr)
 
 
 def per_unit_paths():

@@ -16,7 +16,7 @@ rule units:
         "../envs/microg4m.yaml"
     params:
         plan=UNITS,
-        frames=PLANNED.recorded,
+        work=PLANNED.recorded,
         per_unit=lambda wildcards: per_unit_paths(),
     script:
         "../scripts/units.py"
