@@ -93,11 +93,42 @@ def plan(ids: list[str], setting, slots: int, estimates: Mapping[str, float | No
         target = min(open_units, key=lambda u: (load[u], rank[u]))
         units[target].append(sid)
         load[target] += work[sid]
+    if fresh:
+        _even_out(units, load, work)
     units = {u: sorted(sids, key=order.__getitem__) for u, sids in units.items() if sids}
     if fresh:
         firsts = sorted(units.values(), key=lambda sids: order[sids[0]])
         return {f"batch{i:05d}": sids for i, sids in enumerate(firsts)}
     return dict(sorted(units.items(), key=lambda kv: _batch_number(kv[0])))
+
+
+def _even_out(units: dict, load: dict, work: Mapping[str, float], rounds: int = 1000) -> None:
+    """After longest-first packing, move or swap sources between the heaviest and the
+    lightest unit while that lowers the heavier of the two (a new plan only: a kept plan's
+    sources never move). Changes ``units`` and ``load`` in place."""
+    for _ in range(rounds):
+        heavy, light = max(units, key=load.get), min(units, key=load.get)
+        gap = load[heavy] - load[light]
+        best, best_gap = None, gap
+        for a in units[heavy]:
+            if len(units[light]) < AUTO_MAX and abs(gap - 2 * work[a]) < best_gap:  # move a
+                best, best_gap = (a, None), abs(gap - 2 * work[a])
+            for b in units[light]:  # swap a and b
+                d = work[a] - work[b]
+                if d > 0 and abs(gap - 2 * d) < best_gap:
+                    best, best_gap = (a, b), abs(gap - 2 * d)
+        if best is None or best_gap >= gap - 1e-9:
+            return
+        a, b = best
+        units[heavy].remove(a)
+        units[light].append(a)
+        load[heavy] -= work[a]
+        load[light] += work[a]
+        if b is not None:
+            units[light].remove(b)
+            units[heavy].append(b)
+            load[light] -= work[b]
+            load[heavy] += work[b]
 
 
 def _kept(previous, ids: list[str], k: int) -> dict[str, list[str]] | None:
