@@ -253,7 +253,17 @@ def detect_runtime(results: Path) -> str:
             again += int(re.search(r"'exact_frames': (\d+)", stats).group(1)) if "'exact_frames'" in stats else 0
             inferred += int(re.search(r"'inferred': (\d+)", stats).group(1))
     text = ",".join(sorted(found)) or "none"
-    return text + (f"; {again / inferred:.1%} of {inferred} frames again at FP32" if again else "")
+    text += f"; {again / inferred:.1%} of {inferred} frames again at FP32" if again else ""
+    return text + f"; detect jobs {detect_jobs(results)}"
+
+
+def detect_jobs(results: Path) -> str:
+    """Each detect job's seconds (its benchmark file), to see whether the units ended together."""
+    spans = []
+    for f in sorted((results / "benchmarks" / "detect").glob("*.tsv")):
+        with open(f) as fh:
+            spans.append(float(list(csv.DictReader(fh, delimiter="\t"))[-1]["s"]))
+    return " and ".join(f"{s:.0f}" for s in spans) + " s" if spans else "none"
 
 
 # ------------------------------------------------------------------------- runs
