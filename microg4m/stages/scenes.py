@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -181,6 +182,7 @@ def predictions_of(paths: dict[str, Path], cache: str | os.PathLike | None = Non
             out[clip] = pred
     if store and (todo or set(known) != set(shas.values())):
         store.save(unit, {shas[c]: out[c] for c in paths})
+    logging.getLogger(__name__).info("TransNetV2: %d clips run, %d from the cache", len(todo), len(paths) - len(todo))
     return out
 
 
