@@ -178,8 +178,10 @@ def judge(c: dict, found: list) -> tuple[bool, bool]:
 
 
 def share(rows: list[dict], key: str) -> str:
-    return f"{sum(bool(r[key]) for r in rows)}/{len(rows)} ({100 * sum(bool(r[key]) for r in rows) / len(rows):.0f} %)" \
-        if rows else "-"
+    if not rows:
+        return "-"
+    hits = sum(bool(r[key]) for r in rows)
+    return f"{hits}/{len(rows)} ({100 * hits / len(rows):.0f} %)"
 
 
 def report(rows: list[dict], cost: dict, machine: dict) -> tuple[str, dict]:

@@ -13,7 +13,7 @@ hidden. The setting ``scenes.min_scene_len`` (1 by default) makes every cut coun
 
 TransNetV2's probabilities per frame are kept per unit in a cache folder (``cache``,
 results/cache/scenes in the workflow) under the clip file's sha256 and a key of the
-package's version and the inference windows, so that a change of its threshold, of
+package's and torch's versions and the inference windows, so that a change of its threshold, of
 ``gradual_frames`` or of the detector between ``transnetv2`` and ``both`` does not run the
 network again.
 """
@@ -100,7 +100,8 @@ def clip_transitions(path: str | os.PathLike, *, detector: str = "content", thre
                      min_scene_len: int = 1, transnetv2_threshold: float = 0.5, gradual_frames: int = 3,
                      predictions: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[int], list[int]]:
     """``(cuts, gradual)`` of the video at ``path``: the 1-based frames at which a new shot
-    starts, and those of them that end a gradual transition (see the module's docstring).
+    starts (for a gradual transition, the frame after its middle), and those of them that
+    are gradual transitions (see the module's docstring).
 
     ``predictions``: TransNetV2's ``(single, many)`` for the clip when already known.
     """
@@ -126,9 +127,12 @@ class PredictionCache:
     """TransNetV2's ``(single, many)`` per clip sha256, one ``.npz`` per unit under a key folder."""
 
     def __init__(self, folder: str | os.PathLike):
+        import torch
+
         from microg4m.engines import transnet
 
         settings = dict(format=CACHE_FORMAT, package=transnet.PACKAGE, version=transnet.version(),
+                        torch=torch.__version__,
                         window=transnet.WINDOW, step=transnet.STEP, pad=transnet.PAD,
                         size=[transnet.WIDTH, transnet.HEIGHT])
         text = json.dumps(settings, sort_keys=True)
