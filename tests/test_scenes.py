@@ -58,9 +58,10 @@ def test_run_writes_table_for_ok_clips(cut_clips, tmp_path):
     mf.write_manifest(manifest, rows)
     out = tmp_path / "scenes" / "src.tsv"
     scenes.run(manifest, out)
-    assert out.read_text() == "clip_id\tcuts\nsrc_000\t\nsrc_001\t7\nsrc_002\t80\n"
+    assert out.read_text() == "clip_id\tcuts\tgradual\nsrc_000\t\t\nsrc_001\t7\t\nsrc_002\t80\t\n"
     back = read_scenes(out)
     assert back["cuts"].tolist() == [[], [7], [80]]
+    assert back["gradual"].tolist() == [[], [], []]  # PySceneDetect tells no gradual transition
 
 
 @pytest.mark.parametrize("detector, threshold", [("adaptive", 3.0), ("hash", 0.395), ("histogram", 0.05)])
@@ -81,6 +82,8 @@ def test_threshold_mapping():
 def test_bad_settings_are_named():
     with pytest.raises(ValueError, match=r"scenes\.detector = 'fast'"):
         scenes.make_detector("fast")
+    with pytest.raises(ValueError, match="not a PySceneDetect detector"):
+        scenes.make_detector("transnetv2")
     with pytest.raises(ValueError, match=r"scenes\.min_scene_len = 0"):
         scenes.make_detector("content", 40, 0)
 

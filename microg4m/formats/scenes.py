@@ -1,4 +1,11 @@
-"""The scene cuts table, ``scenes/{unit}.tsv`` (``clip_id, cuts``)."""
+"""The scene transitions table, ``scenes/{unit}.tsv`` (``clip_id, cuts, gradual``).
+
+``cuts``: every transition the chosen detector (``scenes.detector``) found inside the
+clip, as the 1-based frame at which the new shot starts; ``gradual``: those of them that
+are gradual (a dissolve, a fade, ...; only TransNetV2 tells, so always empty with the
+PySceneDetect detectors). Tables written before ``gradual`` existed (``clip_id, cuts``)
+read with no gradual transitions.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,8 @@ import os
 import pandas as pd
 
 
-COLUMNS = ["clip_id", "cuts"]
+COLUMNS = ["clip_id", "cuts", "gradual"]
+REQUIRED = ["clip_id", "cuts"]
 
 
 def format_cuts(cuts: list[int]) -> str:
@@ -22,10 +30,16 @@ def parse_cuts(text) -> list[int]:
 
 
 def read_scenes(path: str | os.PathLike) -> pd.DataFrame:
-    """The scenes table with ``cuts`` as lists of ints."""
+    """The scenes table with ``cuts`` and ``gradual`` as lists of ints."""
     df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-    missing = [c for c in COLUMNS if c not in df.columns]
+    missing = [c for c in REQUIRED if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: scenes table lacks columns {missing}")
-    df["cuts"] = df["cuts"].map(parse_cuts)
+    if "gradual" not in df.columns:
+        df["gradual"] = ""
+    for col in ("cuts", "gradual"):
+        df[col] = df[col].map(parse_cuts)
+    bad = [c for c, cuts, grad in zip(df["clip_id"], df["cuts"], df["gradual"]) if not set(grad) <= set(cuts)]
+    if bad:
+        raise ValueError(f"{path}: gradual transitions that are not among the cuts for clips {bad[:5]}")
     return df[COLUMNS]

@@ -1,10 +1,11 @@
 """Cache stage: the folders whose files outlive the jobs that write them.
 
 Downloaded videos (``download/videos``), the frame cache of detect (``cache/detect``),
-the exported models (``cache/models``) and the near-duplicate cache
-(``cache/duplicates``): each a ``directory()`` output of the ``cache`` rule, made once
-(empty) and never re-made, since the rule has no input and no params; the jobs that keep
-files there (download, detector and detect, duplicates) read it as an ``ancient`` input,
+the exported models (``cache/models``), the near-duplicate cache (``cache/duplicates``)
+and TransNetV2's predictions (``cache/scenes``): each a ``directory()`` output of the
+``cache`` rule, made once (empty) and never re-made, since the rule has no input and no
+params; the jobs that keep files there (download, detector and detect, duplicates, and
+scenes with TransNetV2) read it as an ``ancient`` input,
 so its contents are never a reason to run them, and Snakemake never deletes it before
 one of them runs. Declared, the folders are removed by ``snakemake --delete-all-output``
 (and emptied by ``--forceall``, which re-downloads every source).
@@ -21,6 +22,7 @@ FOLDERS = {
     "cache/detect": "the boxes of every frame YOLO ran on",
     "cache/models": "the detector exported for each runtime",
     "cache/duplicates": "the near-duplicate stage's signatures index",
+    "cache/scenes": "TransNetV2's predictions per clip (scenes.detector transnetv2 or both)",
 }
 
 

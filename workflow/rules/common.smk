@@ -173,6 +173,29 @@ def detect_scenes(wildcards):
     )
 
 
+def transnetv2_on():
+    """scenes.detector runs TransNetV2 (transnetv2 or both)."""
+    return config["scenes"]["detector"] in ("transnetv2", "both")
+
+
+def scenes_cache(wildcards):
+    """TransNetV2's predictions, kept across re-runs (microg4m/stages/scenes.py); none for
+    the PySceneDetect detectors, so that their DAG is what it was."""
+    return [ancient(R("cache/scenes"))] if transnetv2_on() else []
+
+
+def scenes_threads():
+    """Threads of one scenes job: 1 for PySceneDetect; for TransNetV2 (torch on the CPU)
+    the cores shared out over the units, as for detect on a CPU (at most 8)."""
+    if not transnetv2_on():
+        return 1
+    try:
+        cores = workflow.cores
+    except WorkflowError:  # a dry run without --cores
+        cores = os.cpu_count() or 1
+    return max(1, min(8, cores // max(1, min(len(UNITS), cores))))
+
+
 def exact_params():
     """detect.exact_margin and the confidence thresholds of filter and track that a
     low-precision box must not move across (microg4m/engines/exact.py); None at FP32 (the

@@ -1,7 +1,9 @@
 rule scenes:
-    """PySceneDetect cut frames of every clip of a source."""
+    """Transitions (cuts, and with TransNetV2 gradual ones) in every clip of a unit."""
     input:
         R("clips/{unit}"),
+        # scenes.detector transnetv2 | both: TransNetV2's predictions kept across re-runs
+        cache=scenes_cache,
     output:
         R("scenes/{unit}.tsv"),
     log:
@@ -10,6 +12,7 @@ rule scenes:
         R("benchmarks/scenes/{unit}.tsv")
     conda:
         "../envs/microg4m.yaml"
+    threads: scenes_threads()
     params:
         settings=config["scenes"],
     script:

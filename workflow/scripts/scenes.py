@@ -3,4 +3,6 @@ from microg4m.stages import scenes
 from microg4m.common.smk import start
 
 start(snakemake)
-scenes.run(mf.manifest_in(snakemake.input[0]), snakemake.output[0], **snakemake.params.settings)
+cache = snakemake.input.cache  # empty unless scenes.detector runs TransNetV2
+scenes.run(mf.manifest_in(snakemake.input[0]), snakemake.output[0], cache=cache[0] if cache else None,
+           threads=snakemake.threads, **snakemake.params.settings)
