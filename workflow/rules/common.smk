@@ -61,8 +61,13 @@ def job_slots():
 # The unit plan (microg4m/common/units.py): under auto packed by each source's estimated
 # work (its frames at the detector's input size) and kept across runs (results/units.tsv), so that adding a source changes one unit.
 PLANNED = _units_stage.plan_for(
-    SOURCES, config["sources_per_job"], job_slots(), RESULTS, fps=config["trim"]["fps"],
-    imgsz=config["detect"]["imgsz"], max_height=config["trim"]["max_height"],
+    SOURCES,
+    config["sources_per_job"],
+    job_slots(),
+    RESULTS,
+    fps=config["trim"]["fps"],
+    imgsz=config["detect"]["imgsz"],
+    max_height=config["trim"]["max_height"],
 )
 UNITS = PLANNED.units
 if PLANNED.work and not workflow.remote_exec:
