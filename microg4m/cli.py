@@ -423,9 +423,13 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "ledger":
         from microg4m.stages import ledger
 
+        from microg4m.formats.unit_plan import source_order
+
         units = _unit_files(args.results)
+        plan = Path(args.results) / "units.tsv"
         df = ledger.build([f.download for f in units], [f.status for f in units], [f.manifest for f in units],
-                          [f.decisions for f in units], [f.final_tracks for f in units])
+                          [f.decisions for f in units], [f.final_tracks for f in units],
+                          source_order(plan) if plan.is_file() else None)
         return df.to_csv(sep="\t", index=False)
     if stage == "where":
         return _where(_index(args.results), args.name)

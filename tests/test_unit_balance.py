@@ -18,7 +18,7 @@ import pytest
 
 from microg4m.common.source_work import frame_weight
 from microg4m.common.units import AUTO_MAX, describe, loads, plan
-from microg4m.formats.unit_plan import read_plan
+from microg4m.formats.unit_plan import read_plan, source_order
 from workflow import make_workdir, snakemake
 
 LENGTHS = [3, 4.5, 6, 9, 12, 18, 27, 36, 54, 81]  # seconds: 27 times longer at the end
@@ -130,3 +130,29 @@ def test_a_dry_run_packs_real_videos_by_their_length_and_a_new_source_changes_on
     after = read_plan(wd / "results" / "units.tsv")
     changed = {u for u in after.keys() | before.keys() if after.get(u) != before.get(u)}
     assert len(changed) == 1 and "v10" in after[changed.pop()]
+
+
+def test_what_the_run_makes_never_changes_the_plan_it_runs(tmp_path, monkeypatch):
+    """A new source is estimated only from what the run does not make (a demo video the
+    workflow writes, a download), so a run killed before its plan was written plans the
+    same units when started again; once planned, its own files refine the estimate."""
+    import pandas as pd
+
+    from microg4m.stages import units as stage
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "resources" / "demo").mkdir(parents=True)
+    make_video(tmp_path / "mine.mp4", 6)
+    table = pd.DataFrame({"url": ["resources/demo/dancer.mp4", "mine.mp4", "resources/demo/pianist.mp4"]},
+                         index=["dancer", "mine", "pianist"])
+    size = dict(fps=30, imgsz=640)
+    before = stage.plan_for(table, "auto", 2, "results", **size)
+    make_video(tmp_path / "resources" / "demo" / "dancer.mp4", 12)  # the run made it, then was killed
+    again = stage.plan_for(table, "auto", 2, "results", **size)
+    assert again == before and before.work["dancer"] is None and before.work["mine"] == pytest.approx(180 * 0.75)
+    stage.run("results/units.tsv", before.units, [], before.recorded, list(table.index))
+    planned = stage.plan_for(table, "auto", 2, "results", **size)
+    assert planned.units == before.units and planned.recorded == before.recorded
+    assert planned.work["dancer"] == pytest.approx(360 * 0.75)  # planned now: its file is read
+    assert read_plan("results/units.tsv") == before.units
+    assert source_order("results/units.tsv") == ["dancer", "mine", "pianist"]  # the table's order

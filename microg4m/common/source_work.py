@@ -5,9 +5,12 @@ The work is the frames its clips will hold (duration x ``trim.fps``), each weigh
 pixels the detector runs on: the frame scaled to fit ``detect.imgsz`` and each side padded
 to a multiple of 32, as the detector letterboxes it, over ``imgsz``²
 (a 640x360 source counts 0.6 a frame at 640, a square one 1.0). Known while the DAG is
-built for a source whose download finished (its record in ``download/videos`` holds
-duration and size) and for a local file (OpenCV reads its container's header, a few ms a
-file); otherwise unknown (None), and the planner counts the median of the known ones.
+built for a local file (OpenCV reads its container's header, a few ms a file) and, for a
+source already in the plan, from its finished download (its record in ``download/videos``
+holds duration and size); otherwise unknown (None), and the planner counts the median of
+the known ones. A source new to the plan is estimated only from what the run does not make
+(not its download, not a demo video), so that a run killed before it wrote its plan plans
+the same units when started again.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -72,17 +75,21 @@ def frame_weight(width: int, height: int, imgsz: int, max_height: int | None = N
 
 
 def estimate(sources, ids: Iterable[str], results: str | os.PathLike, *, fps: float, imgsz: int,
-             max_height: int | None = None) -> dict[str, float | None]:
+             max_height: int | None = None, downloads: bool = True,
+             made_here: Callable[[Path], bool] | None = None) -> dict[str, float | None]:
     """Source id -> estimated work (None: not known yet) for ``ids`` of the sources table
-    ``sources`` (indexed by source id, with a ``url`` column)."""
+    ``sources`` (indexed by source id, with a ``url`` column). ``downloads``: read finished
+    downloads' records; ``made_here``: local files the workflow makes itself, not read
+    (what a run makes must not change the plan it runs, or a run killed before its plan was
+    written would plan otherwise when started again)."""
     video_dir = Path(results) / "download" / "videos"
     out: dict[str, float | None] = {}
     for sid in ids:
         url = sources.loc[sid, "url"]
-        shape = recorded_shape(video_dir, sid, url)
+        shape = recorded_shape(video_dir, sid, url) if downloads else None
         if shape is None:
             _, local = normalize_url(url)
-            if local is not None and local.is_file():
+            if local is not None and local.is_file() and not (made_here and made_here(local)):
                 shape = shape_of_file(local)
         out[sid] = None if shape is None else round(
             shape.seconds * fps * frame_weight(shape.width, shape.height, imgsz, max_height), 1)

@@ -1,6 +1,6 @@
 """The unit plan of a run: ``results/units.tsv``, which sources each per-unit job takes.
 
-One row per source, unit by unit: ``unit, source_id, work`` (the work the plan counted for
+One row per source, in the sources table's order: ``unit, source_id, work`` (the work the plan counted for
 the source, microg4m/common/source_work.py: its frames weighted by the detector's input
 size; empty where it was not known; files of earlier versions have no ``work``). The workflow writes it from the plan it runs (``sources_per_job``) and plans
 the next run from it (``auto`` keeps its units), so that whoever reads the results
@@ -22,12 +22,23 @@ WORK = "work"
 
 
 def write_plan(path: str | os.PathLike, units: dict[str, list[str]],
-               work: dict[str, float | None] | None = None) -> None:
-    """Write ``unit -> [source ids]`` (atomically; the order of ``units`` and of each list
-    kept) with each source's estimated work (``work``: source -> work or None)."""
+               work: dict[str, float | None] | None = None, order: list[str] | None = None) -> None:
+    """Write ``unit -> [source ids]`` (atomically) with each source's estimated work
+    (``work``: source -> work or None); rows in ``order`` (the sources table's; default: the
+    order of ``units`` and of each list)."""
     work = work or {}
     rows = [(unit, sid, work.get(sid)) for unit, sids in units.items() for sid in sids]
+    if order is not None:
+        position = {sid: i for i, sid in enumerate(order)}
+        rows.sort(key=lambda row: position.get(row[1], len(position)))
     write_tsv(path, pd.DataFrame(rows, columns=[*COLUMNS, WORK]))
+
+
+def source_order(path: str | os.PathLike) -> list[str]:
+    """The plan's sources in file order (the sources table's order); the file is checked
+    as :func:`read_plan` checks it."""
+    read_plan(path)
+    return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)["source_id"].tolist()
 
 
 def read_plan(path: str | os.PathLike, *, with_work: bool = False):

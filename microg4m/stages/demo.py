@@ -60,6 +60,13 @@ RECIPES = {
 }
 
 
+def made_here(path: str | os.PathLike) -> bool:
+    """Whether a sources table's local file is one of the demo videos the workflow makes
+    (``resources/demo/{name}.mp4``, rule demo_media), not a file of the user's."""
+    path = Path(path)
+    return path.parent.as_posix() == "resources/demo" and path.stem in RECIPES
+
+
 def make(name: str, out: str | os.PathLike) -> Path:
     """Write demo video ``name`` to ``out`` (mp4)."""
     if name not in RECIPES:

@@ -26,8 +26,10 @@ def _read_tsv(path) -> pd.DataFrame:
     return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
 
 
-def build(downloads, trims, manifests, decisions, tracks) -> pd.DataFrame:
-    """One row per source, then one per clip (trimmed or dropped); per job unit inputs."""
+def build(downloads, trims, manifests, decisions, tracks, order: list[str] | None = None) -> pd.DataFrame:
+    """One row per source, then one per clip (trimmed or dropped); per job unit inputs.
+    ``order``: the sources table's order of the source ids (units need not follow it:
+    ``sources_per_job: auto`` packs them by work); default: the units' order."""
     rows = []
     for dl, tr, mf, dc, tk in zip(downloads, trims, manifests, decisions, tracks):
         trim = _read_tsv(tr).set_index("source_id")
@@ -61,6 +63,9 @@ def build(downloads, trims, manifests, decisions, tracks) -> pd.DataFrame:
                 else:
                     row.update(status="rejected", reason="filter: no decision")
                 rows.append(row)
+    if order is not None:
+        position = {sid: i for i, sid in enumerate(order)}
+        rows = sorted(rows, key=lambda row: position.get(row["source_id"], len(position)))  # stable
     return pd.DataFrame(rows, columns=COLUMNS).fillna("")
 
 
@@ -94,11 +99,17 @@ def funnel_counts(ledger: pd.DataFrame) -> pd.DataFrame:
 
 def run(*, downloads, trims, manifests, decisions, tracks, ledger: str | os.PathLike,
         funnel: str | os.PathLike | None = None, funnel_plot: str | os.PathLike | None = None,
-        provenance: str | os.PathLike | None = None) -> pd.DataFrame:
-    df = build(downloads, trims, manifests, decisions, tracks)
+        provenance: str | os.PathLike | None = None, order: list[str] | None = None) -> pd.DataFrame:
+    """Write the ledger (and the provenance table, the funnel and its plot), sources in
+    ``order`` (the sources table's)."""
+    df = build(downloads, trims, manifests, decisions, tracks, order)
     write_tsv(ledger, df)
     if provenance is not None:
-        write_tsv(provenance, records_frame(downloads))
+        records = records_frame(downloads)
+        if order is not None:
+            position = {sid: i for i, sid in enumerate(order)}
+            records = records.sort_values("source_id", key=lambda ids: ids.map(position), kind="stable")
+        write_tsv(provenance, records)
     counts = funnel_counts(df)
     if funnel is not None:
         write_tsv(funnel, counts)

@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 from microg4m.common import source_work
 from microg4m.common import units as _units
+from microg4m.stages.demo import made_here
 from microg4m.formats.unit_plan import read_plan, write_plan
 
 log = logging.getLogger(__name__)
@@ -77,18 +78,22 @@ def plan_for(sources, setting, slots: int, results: str | os.PathLike, *, fps: f
         except (OSError, ValueError) as exc:
             log.warning("%s: not read (%s); the units are planned anew", path, exc)
     work = {s: stored.get(s) for s in ids}
-    work.update(source_work.estimate(sources, [s for s in ids if work[s] is None], results, fps=fps,
-                                     imgsz=imgsz, max_height=max_height))
+    size = dict(fps=fps, imgsz=imgsz, max_height=max_height)
+    # new sources: only from what this run does not make; planned ones: also their downloads
+    work.update(source_work.estimate(sources, [s for s in ids if s not in stored], results, **size,
+                                     downloads=False, made_here=made_here))
+    work.update(source_work.estimate(sources, [s for s in ids if s in stored and work[s] is None],
+                                     results, **size))
     units = _units.plan(ids, setting, slots, work, previous)
     recorded = {s: stored[s] if s in stored else work[s] for s in ids}
     return Planned(units, work, recorded)
 
 
 def run(out: str | os.PathLike, plan: dict[str, list[str]], per_unit: list[str],
-        work: dict[str, float | None] | None = None) -> list[Path]:
-    """Write the plan (with each source's estimated ``work``) to ``out`` and remove the
-    per-unit paths of units not in it; return them."""
-    write_plan(out, plan, work)
+        work: dict[str, float | None] | None = None, order: list[str] | None = None) -> list[Path]:
+    """Write the plan (with each source's estimated ``work``, rows in the sources table's
+    ``order``) to ``out`` and remove the per-unit paths of units not in it; return them."""
+    write_plan(out, plan, work, order)
     removed = orphans(per_unit, plan)
     for path in removed:
         if path.is_dir() and not path.is_symlink():

@@ -153,10 +153,7 @@ def local_source_input(wildcards):
         _, local = normalize_url(SOURCES.loc[sid, "url"])
         if local is None:
             continue
-        demo_target = (
-            local.parent.as_posix() == "resources/demo" and local.stem in _demo.RECIPES
-        )
-        if demo_target or local.is_file():
+        if _demo.made_here(local) or local.is_file():
             files.append(str(local))
     return files
 

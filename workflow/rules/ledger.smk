@@ -21,6 +21,9 @@ rule ledger:
             caption="../report/provenance.rst",
             category="1. Funnel",
         ),
+    params:
+        # the sources table's order (the units need not follow it)
+        order=list(SOURCES.index),
     log:
         R("logs/ledger.log"),
     benchmark:

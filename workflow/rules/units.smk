@@ -17,6 +17,7 @@ rule units:
     params:
         plan=UNITS,
         work=PLANNED.recorded,
+        order=list(SOURCES.index),
         per_unit=lambda wildcards: per_unit_paths(),
     script:
         "../scripts/units.py"

@@ -13,4 +13,5 @@ ledger.run(
     funnel=snakemake.output.funnel,
     funnel_plot=snakemake.output.plot,
     provenance=snakemake.output.provenance,
+    order=snakemake.params.order,
 )
