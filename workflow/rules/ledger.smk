@@ -21,14 +21,14 @@ rule ledger:
             caption="../report/provenance.rst",
             category="1. Funnel",
         ),
-    params:
-        # the sources table's order (the units need not follow it)
-        order=list(SOURCES.index),
     log:
         R("logs/ledger.log"),
     benchmark:
         R("benchmarks/ledger.tsv")
     conda:
         "../envs/microg4m.yaml"
+    params:
+        # the sources table's order (the units need not follow it)
+        order=list(SOURCES.index),
     script:
         "../scripts/ledger.py"
