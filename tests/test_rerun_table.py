@@ -194,12 +194,13 @@ def replanned(wd: Path) -> set[str]:
     """The units whose sources the appended source changes, under auto as the tests'
     Snakemake plans them (the plan on disk kept, the new source packed into one unit)."""
     from microg4m.formats.sources import load_sources
+    from microg4m.stages.demo import made_here
     from microg4m.stages.units import plan_for
 
     before = plan(wd)
     with contextlib.chdir(wd):  # local sources are found from the working directory
         after = plan_for(load_sources("config/sources.tsv"), "auto", slots(), "results", fps=30,
-                         imgsz=320).units  # the fixture's detect.imgsz
+                         imgsz=320, made_here=made_here).units  # the fixture's detect.imgsz
     changed = {u for u in after.keys() | before.keys() if before.get(u) != after.get(u)}
     assert len(changed) == 1, (before, after)  # one source added: one unit changes
     return changed

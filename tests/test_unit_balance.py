@@ -139,13 +139,14 @@ def test_what_the_run_makes_never_changes_the_plan_it_runs(tmp_path, monkeypatch
     import pandas as pd
 
     from microg4m.stages import units as stage
+    from microg4m.stages.demo import made_here
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "resources" / "demo").mkdir(parents=True)
     make_video(tmp_path / "mine.mp4", 6)
     table = pd.DataFrame({"url": ["resources/demo/dancer.mp4", "mine.mp4", "resources/demo/pianist.mp4"]},
                          index=["dancer", "mine", "pianist"])
-    size = dict(fps=30, imgsz=640)
+    size = dict(fps=30, imgsz=640, made_here=made_here)
     before = stage.plan_for(table, "auto", 2, "results", **size)
     make_video(tmp_path / "resources" / "demo" / "dancer.mp4", 12)  # the run made it, then was killed
     again = stage.plan_for(table, "auto", 2, "results", **size)

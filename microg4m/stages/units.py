@@ -26,7 +26,6 @@ from typing import NamedTuple
 
 from microg4m.common import source_work
 from microg4m.common import units as _units
-from microg4m.stages.demo import made_here
 from microg4m.formats.unit_plan import read_plan, write_plan
 
 log = logging.getLogger(__name__)
@@ -60,13 +59,16 @@ class Planned(NamedTuple):
 
 
 def plan_for(sources, setting, slots: int, results: str | os.PathLike, *, fps: float, imgsz: int,
-             max_height: int | None = None) -> Planned:
+             max_height: int | None = None, made_here=None) -> Planned:
     """The unit plan this run uses for the sources table ``sources`` (indexed by source id),
-    with each source's estimated work (microg4m/common/source_work.py; empty under an integer ``sources_per_job`` or one
-    source per unit, where work plays no part). Under ``auto`` the plan on disk
-    (``results/units.tsv``) is kept where it can be (an unreadable one is named in a
-    warning and the units are planned anew), and a source keeps the estimate it was planned
-    with in ``recorded``, so that the units rule runs again only when the plan changes."""
+    with each source's estimated work (microg4m/common/source_work.py; empty under an
+    integer ``sources_per_job`` or one source per unit, where work plays no part). Under
+    ``auto`` the plan on disk (``results/units.tsv``) is kept where it can be (an unreadable
+    one is named in a warning and the units are planned anew), and a source keeps the
+    estimate it was planned with in ``recorded``, so that the units rule runs again only
+    when the plan changes. ``made_here(path)``: whether a local file is one the workflow
+    makes itself (the demo videos); a source new to the plan is not measured from it.
+    """
     ids = list(sources.index)
     if setting != "auto" or _units.per_job(setting, len(ids), slots) == 1:
         return Planned(_units.plan(ids, setting, slots), {}, {})

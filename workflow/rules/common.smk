@@ -68,6 +68,7 @@ PLANNED = _units_stage.plan_for(
     fps=config["trim"]["fps"],
     imgsz=config["detect"]["imgsz"],
     max_height=config["trim"]["max_height"],
+    made_here=_demo.made_here,
 )
 UNITS = PLANNED.units
 if PLANNED.work and not workflow.remote_exec:
