@@ -423,10 +423,10 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "ledger":
         from microg4m.stages import ledger
 
-        from microg4m.formats.unit_plan import source_order
+        from microg4m.formats.unit_plan import FILE, source_order
 
         units = _unit_files(args.results)
-        plan = Path(args.results) / "units.tsv"
+        plan = Path(args.results) / FILE
         df = ledger.build([f.download for f in units], [f.status for f in units], [f.manifest for f in units],
                           [f.decisions for f in units], [f.final_tracks for f in units],
                           source_order(plan) if plan.is_file() else None)

@@ -133,7 +133,7 @@ def _ask_vlm(args: argparse.Namespace, cfg: dict, gt: Path, label_map: Path) -> 
     from microg4m import config
     from microg4m.evaluate import vlm_har
     from microg4m.formats.ava import read_ava
-    from microg4m.formats.unit_plan import read_plan
+    from microg4m.formats.unit_plan import FILE as PLAN, read_plan
 
     settings = dict(config.get(cfg, "evaluate.vlm"))
     settings.update({k[4:]: v for k, v in vars(args).items() if k.startswith("vlm_") and k != "vlm_answers"
@@ -141,7 +141,7 @@ def _ask_vlm(args: argparse.Namespace, cfg: dict, gt: Path, label_map: Path) -> 
     settings = config.validate_section("evaluate.vlm", settings)
     settings.pop("enabled"), settings.pop("split")
     res = Path(args.results)
-    plan = res / "units.tsv"
+    plan = res / PLAN
     units = list(read_plan(plan)) if plan.is_file() else sorted(p.parent.name for p in res.glob("clips/*/manifest.tsv"))
     if not units:
         raise ValueError(f"{res}: no clips/<unit>/manifest.tsv: not a results folder")

@@ -107,9 +107,8 @@ from microg4m.formats.decisions import read_decisions
 from microg4m.formats.manifest import read_manifest
 from microg4m.formats.records import read_records
 from microg4m.formats.tracks import read_tracks
-from microg4m.formats.unit_plan import read_plan
+from microg4m.formats.unit_plan import FILE as PLAN, read_plan
 
-PLAN = "units.tsv"
 WATCHED = ("clips", "filter", "tracks", "corrected", "vqa_drafts")  # folders whose stamps every call looks at
 RACY_SECONDS = 2.0  # a folder changed this recently is looked into again (coarse clocks: ext3, FAT, some NFS)
 CLIP_ID = re.compile(r"^[A-Za-z0-9_-]+$")

@@ -17,6 +17,7 @@ import pandas as pd
 
 from microg4m.common.atomic import write_tsv
 
+FILE = "units.tsv"  # its name in the results folder
 COLUMNS = ["unit", "source_id"]
 WORK = "work"
 

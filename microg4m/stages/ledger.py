@@ -63,10 +63,17 @@ def build(downloads, trims, manifests, decisions, tracks, order: list[str] | Non
                 else:
                     row.update(status="rejected", reason="filter: no decision")
                 rows.append(row)
-    if order is not None:
-        position = {sid: i for i, sid in enumerate(order)}
-        rows = sorted(rows, key=lambda row: position.get(row["source_id"], len(position)))  # stable
-    return pd.DataFrame(rows, columns=COLUMNS).fillna("")
+    return in_table_order(pd.DataFrame(rows, columns=COLUMNS).fillna(""), order)
+
+
+def in_table_order(df: pd.DataFrame, order: list[str] | None) -> pd.DataFrame:
+    """``df``'s rows by the position of their ``source_id`` in ``order`` (stable: a source's
+    rows keep theirs); unchanged without ``order``."""
+    if order is None:
+        return df
+    position = {sid: i for i, sid in enumerate(order)}
+    key = df["source_id"].map(lambda sid: position.get(sid, len(position)))
+    return df.iloc[key.argsort(kind="stable")].reset_index(drop=True)
 
 
 def _reason_class(name, reason) -> download_errors.ReasonClass:
@@ -105,11 +112,7 @@ def run(*, downloads, trims, manifests, decisions, tracks, ledger: str | os.Path
     df = build(downloads, trims, manifests, decisions, tracks, order)
     write_tsv(ledger, df)
     if provenance is not None:
-        records = records_frame(downloads)
-        if order is not None:
-            position = {sid: i for i, sid in enumerate(order)}
-            records = records.sort_values("source_id", key=lambda ids: ids.map(position), kind="stable")
-        write_tsv(provenance, records)
+        write_tsv(provenance, in_table_order(records_frame(downloads), order))
     counts = funnel_counts(df)
     if funnel is not None:
         write_tsv(funnel, counts)

@@ -31,9 +31,8 @@ import pandas as pd
 
 from microg4m.common.progress import progress
 from microg4m.formats import manifest as mf
-from microg4m.common.atomic import write_tsv
+from microg4m.common.atomic import atomic_path, write_tsv
 from microg4m.common.media import MediaError
-from microg4m.common.atomic import atomic_path
 from microg4m.formats.scenes import COLUMNS, format_cuts
 
 # detector name -> (class name in scenedetect, name of its main threshold argument)

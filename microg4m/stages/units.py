@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from microg4m.common import source_work
 from microg4m.common import units as _units
-from microg4m.formats.unit_plan import read_plan, write_plan
+from microg4m.formats.unit_plan import FILE, read_plan, write_plan
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,6 @@ def orphans(patterns: list[str], plan: dict[str, list[str]]) -> list[Path]:
             if m and m.group(1) not in plan:
                 found.add(Path(path))
     return sorted(found)
-
-
-PLAN = "units.tsv"
 
 
 class Planned(NamedTuple):
@@ -73,7 +70,7 @@ def plan_for(sources, setting, slots: int, results: str | os.PathLike, *, fps: f
     if setting != "auto" or _units.per_job(setting, len(ids), slots) == 1:
         return Planned(_units.plan(ids, setting, slots), {}, {})
     previous, stored = None, {}
-    path = Path(results) / PLAN
+    path = Path(results) / FILE
     if path.is_file():
         try:
             previous, stored = read_plan(path, with_work=True)
