@@ -158,6 +158,39 @@ def test_one_export_serves_every_shape_with_the_boxes_of_one_export_per_shape(de
 
 
 @pytest.mark.skipif(not rt.installed("openvino"), reason="openvino is not installed")
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_static_batches_give_the_boxes_of_the_dynamic_model_for_every_batch_size(precision, demo_frames, tmp_path):
+    """Detect compiles each letterboxed shape for each batch size it runs (a static batch
+    is faster); a full batch, a short one and a single frame get bit for bit the boxes of
+    the model compiled for that shape with a dynamic batch, as detect compiled it before."""
+    import openvino as ov
+
+    det = detect.Detector(WEIGHTS, runtime="openvino", precision=precision, device="cpu", batch=4, threads=1,
+                          cache=tmp_path / "cache")
+    frames = demo_frames["640x480"][0]
+    dynamic = rt.load_exported(det.exported(), det.torch_model.task)
+    detect.detect_frames(dynamic, frames[:1], imgsz=640, conf=0.1)  # builds the backend
+    rt.prepare(dynamic, "openvino", precision=det.precision, threads=1, path=det.exported())
+    backend = dynamic.predictor.model.backend
+    model = ov.Core().read_model(str(det.exported() / "model.xml"))
+    model.reshape({model.input(): ov.PartialShape([-1, 3, *rt.letterbox_shape(frames[0].shape, 640)])})
+    backend.ov_compiled_model = backend.compile_model(model, config={
+        "PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": rt.OV_PRECISION[det.precision],
+        "INFERENCE_NUM_THREADS": 1, "ENABLE_CPU_PINNING": False})
+    assert backend.ov_compiled_model.input().get_partial_shape()[0].is_dynamic
+    for n in (4, 3, 1, 4):
+        got = det(frames[:n])
+        want = detect.detect_frames(dynamic, frames[:n], imgsz=640, conf=0.1)
+        assert len(got) == n and sum(len(b) for b in got) > 0
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"{precision}, batch of {n}")
+    static = det.model_for(frames[0].shape).predictor.model.backend.ov_compiled_model
+    # FP32 runs frame by frame; BF16 four at a time, and the short batches with sizes of their own
+    assert isinstance(static, rt.StaticBatches) and static.sizes() == ([1] if precision == "fp32" else [1, 3, 4])
+    assert rt.precision_in_use(det.model_for(frames[0].shape), "openvino") == rt.precision_in_use(dynamic, "openvino")
+
+
+@pytest.mark.skipif(not rt.installed("openvino"), reason="openvino is not installed")
 def test_openvino_export_of_a_pose_model_has_no_keypoint_branch_and_the_same_boxes(demo_frames, tmp_path):
     """boxes_only(): the export outputs 4 box rows + 1 class row (not the 51 keypoint rows
     too), loads as a detect model, and gives bit for bit the boxes of the whole head."""

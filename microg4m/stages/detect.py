@@ -116,7 +116,7 @@ class Detector:
             detect_frames(model, [np.zeros(frame_shape, np.uint8)], imgsz=self.imgsz, conf=self.conf,
                           device=self.device, half=self.half)
             rt.prepare(model, self.runtime, precision=self.precision, threads=self.threads, path=path, shape=shape,
-                       compiled=self.cache / COMPILED)
+                       compiled=self.cache / COMPILED, batch=self.batch)
             logging.getLogger(__name__).info(
                 "detect: %s %s model %s for %sx%s frames (input %sx%s), %s threads", self.runtime, self.precision,
                 path, frame_shape[1], frame_shape[0], shape[1], shape[0], rt.threads_in_use(model, self.runtime))
