@@ -110,7 +110,12 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("filter", help="keep/reject decisions from detections and cuts")
     p.add_argument("manifest"), p.add_argument("detections"), p.add_argument("scenes"), p.add_argument("out")
+    p.add_argument("--quality", help="the quality table (needed when a threshold on its scores is set)")
     _add_options(p, cfg, "filter")
+
+    p = sub.add_parser("quality", help="quality scores (text, camera motion, sharpness, exposure) of the clips")
+    p.add_argument("manifest"), p.add_argument("scenes"), p.add_argument("out")
+    _add_options(p, cfg, "quality")
 
     p = sub.add_parser("motion", help="optical-flow motion level of the clips of a manifest")
     p.add_argument("manifest"), p.add_argument("out")
@@ -335,7 +340,11 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         settings = _settings(args, cfg, "filter")
         screened = read_screening(settings.pop("screening"))
         return clip_filter.run(args.manifest, args.detections, args.scenes, args.out, screened=screened,
-                               **settings)
+                               quality=args.quality, **settings)
+    if stage == "quality":
+        from microg4m.stages import quality
+
+        return quality.run(args.manifest, args.scenes, args.out, **_settings(args, cfg, "quality"))
     if stage == "motion":
         from microg4m.stages import motion
 

@@ -1,0 +1,159 @@
+"""The quality stage on clips made with ffmpeg from real footage (microg4m.common.footage):
+burnt-in subtitles, a small corner logo, synthetic pans, tilts, zooms, shake and a static
+camera over a still and over video, blur and bad exposure; the real PP-OCRv4 text detector
+(rapidocr_onnxruntime's wheel). Then the table, the filter's reasons, and the default
+decisions, which the stage must not move."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from conftest import get_footage, manifest_rows
+from microg4m import config
+from microg4m.common import footage as fo
+from microg4m.common import camera_motion
+from microg4m.formats import manifest as mf
+from microg4m.formats.quality import COLUMNS, read_quality
+from microg4m.formats.quality_rules import THRESHOLDS, QualityRules
+from microg4m.formats.scenes import read_scenes
+from microg4m.stages import filter as clip_filter
+from microg4m.stages import quality
+
+pytest.importorskip("rapidocr_onnxruntime")
+
+SETTINGS = {k: v for k, v in config.validate({"sources": "x"})["quality"].items()}  # the defaults
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """One unit of constructed clips (clip id -> file), with its manifest and a scenes table."""
+    folder = tmp_path_factory.mktemp("quality") / "src"
+    pianist, still = get_footage("pianist"), get_footage("zidane")
+    clips = {
+        "src_000": fo.text_clip(pianist, folder / "src_000.mp4", kind="subtitle"),
+        "src_001": fo.text_clip(pianist, folder / "src_001.mp4", kind="logo"),
+        "src_002": fo.text_clip(pianist, folder / "src_002.mp4", kind="none"),
+        "src_003": fo.degraded_clip(pianist, folder / "src_003.mp4", kind="blur"),
+        "src_004": fo.degraded_clip(pianist, folder / "src_004.mp4", kind="dark"),
+    }
+    for i, kind in enumerate(fo.CAMERA):
+        clips[f"src_{5 + i:03d}"] = fo.camera_clip(still, folder / f"src_{5 + i:03d}.mp4", kind=kind)
+        clips[f"src_{10 + i:03d}"] = fo.camera_clip(pianist, folder / f"src_{10 + i:03d}.mp4", kind=kind, start=1)
+    mf.write_manifest(folder / "manifest.tsv", manifest_rows(clips))
+    scenes = folder.parent / "scenes.tsv"
+    scenes.write_text("clip_id\tcuts\tgradual\n" + "".join(f"{c}\t\t\n" for c in clips).replace(
+        "src_004\t\t", "src_004\t31;61\t61"))
+    return clips
+
+
+@pytest.fixture(scope="module")
+def table(made, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "quality.tsv"
+    quality.run(made["src_000"].parent / "manifest.tsv", made["src_000"].parent.parent / "scenes.tsv", out)
+    return read_quality(out).set_index("clip_id")
+
+
+def test_subtitles_are_text_on_every_frame(made):
+    s = quality.clip_scores(made["src_000"], text_every=1)  # every frame searched
+    assert s["text_share"] >= 0.95
+    assert s["text_area"] > 0.03  # a line across the lower third
+
+
+def test_a_corner_logo_stays_below_the_text_threshold(made):
+    logo = quality.clip_scores(made["src_001"], text_every=1)
+    assert logo["text_share"] == 0.0  # below text_min_area on every frame
+    assert 0 < logo["text_area"] < SETTINGS["text_min_area"]  # found, and small
+    assert quality.clip_scores(made["src_002"], text_every=1)["text_area"] == 0.0  # no text at all
+
+
+@pytest.mark.parametrize("kind", fo.CAMERA)
+@pytest.mark.parametrize("offset", [5, 10], ids=["still", "video"])
+def test_camera_class(table, kind, offset):
+    clip = f"src_{offset + fo.CAMERA.index(kind):03d}"
+    assert table.at[clip, "camera"] == kind
+    moving = table.at[clip, "camera_magnitude"]
+    if kind == "static":
+        assert moving < SETTINGS["camera_static"]
+    else:
+        assert moving > SETTINGS["camera_static"]
+
+
+def test_camera_magnitude_is_the_speed():
+    """A pan of 3 px a frame on a 640x480 frame moves it 3 / 800 of the diagonal a frame."""
+    c = camera_motion.classify([(0.00375, 0.0, 0.0, 0.00375)] * 4)
+    assert (c.kind, round(c.magnitude, 5), c.pairs) == ("pan", 0.00375, 4)
+    assert camera_motion.classify([]).kind == "unknown"
+    back_and_forth = [(0.004, 0, 0, 0.004), (-0.004, 0, 0, 0.004)] * 3
+    assert camera_motion.classify(back_and_forth).kind == "shake"
+
+
+def test_blur_and_exposure(table):
+    clean, blur, dark = (table.loc[c] for c in ("src_002", "src_003", "src_004"))
+    assert blur["sharpness"] < 0.2 * clean["sharpness"]
+    assert dark["exposure"] < clean["exposure"] - 0.1
+    assert dark["clipped"] > clean["clipped"]
+
+
+def test_table_has_every_clip_and_the_transitions(made, table):
+    assert list(table.reset_index().columns) == COLUMNS
+    assert list(table.index) == list(made)
+    assert (table.at["src_004", "transitions"], table.at["src_004", "gradual"]) == (2, 1)
+    assert table.drop("src_004")["transitions"].eq(0).all()
+
+
+def test_filter_reasons_and_rejected_clips_keep_their_scores(made, table):
+    manifest = made["src_000"].parent / "manifest.tsv"
+    ok = mf.ok_clips(manifest)
+    no_boxes = pd.DataFrame(columns=["clip_id", "frame", "x1", "y1", "x2", "y2", "conf", "cls"])
+    cuts = read_scenes(made["src_000"].parent.parent / "scenes.tsv")
+    scores = table.reset_index()
+    strict = dict(max_text_share=0.5, camera=["shake"], min_sharpness=30.0, min_exposure=0.15)
+    got = clip_filter.decide(ok, no_boxes, cuts, min_person_share=0.0, max_cuts=9, quality=scores, **strict)
+    reason = dict(zip(got["clip_id"], got["reason"]))
+    assert reason["src_000"] == "text"  # subtitles
+    assert reason["src_001"] == "kept"  # a corner logo
+    assert reason["src_003"] == "blurry"
+    assert reason["src_004"] == "exposure"
+    assert reason["src_009"] == reason["src_014"] == "camera"  # shake
+    assert {reason[c] for c in ("src_005", "src_006", "src_010")} == {"kept"}
+    # precedence: the filter's own reasons first
+    got = clip_filter.decide(ok, no_boxes, cuts, min_person_share=0.0, quality=scores, **strict)
+    assert dict(zip(got["clip_id"], got["reason"]))["src_004"] == "scene_cut"
+    # a score-only run (no threshold) keeps them all and needs no table
+    got = clip_filter.decide(ok, no_boxes, cuts, min_person_share=0.0, max_cuts=9)
+    assert set(got["reason"]) == {"kept"}
+    assert len(table) == len(made)  # the scores of rejected clips stay in the table
+
+
+def test_default_config_decisions_unchanged(made, table, tmp_path):
+    """With the default config every quality threshold is off: the same decisions with the
+    quality table as without it, and as main's filter gave (no reason beyond its four)."""
+    defaults = config.validate({"sources": "x"})["filter"]
+    thresholds = {k: defaults[k] for k in THRESHOLDS}
+    assert not QualityRules(**thresholds).active()
+    manifest = made["src_000"].parent / "manifest.tsv"
+    ok = mf.ok_clips(manifest)
+    no_boxes = pd.DataFrame(columns=["clip_id", "frame", "x1", "y1", "x2", "y2", "conf", "cls"])
+    cuts = read_scenes(made["src_000"].parent.parent / "scenes.tsv")
+    plain = clip_filter.decide(ok, no_boxes, cuts, min_person_share=0.0)
+    scored = clip_filter.decide(ok, no_boxes, cuts, min_person_share=0.0, quality=table.reset_index(), **thresholds)
+    pd.testing.assert_frame_equal(plain, scored)
+    assert plain["reason"].tolist() == ["kept"] * 4 + ["scene_cut"] + ["kept"] * 10
+
+
+def test_bad_settings_and_tables_are_named(tmp_path, made):
+    with pytest.raises(ValueError, match="quality.every"):
+        quality.check(every=0)
+    with pytest.raises(ValueError, match="filter.camera.*unknown classes"):
+        QualityRules(camera=["wobble"])
+    with pytest.raises(ValueError, match="filter.max_text_share"):
+        QualityRules(max_text_share=2)
+    bad = tmp_path / "q.tsv"
+    bad.write_text("\t".join(COLUMNS) + "\nsrc_000\t0\t0\tx\t0\tstatic\t0\t1\t0.5\t0\n")
+    with pytest.raises(ValueError, match=r"q.tsv: clip src_000: text_share is not a number"):
+        read_quality(bad)
+    with pytest.raises(ValueError, match="a quality threshold"):
+        clip_filter.decide(mf.ok_clips(made["src_000"].parent / "manifest.tsv"),
+                           pd.DataFrame(columns=["clip_id", "frame", "conf"]),
+                           read_scenes(made["src_000"].parent.parent / "scenes.tsv"), max_text_share=0.5)
