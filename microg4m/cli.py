@@ -438,7 +438,8 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         plan = Path(args.results) / FILE
         df = ledger.build([f.download for f in units], [f.status for f in units], [f.manifest for f in units],
                           [f.decisions for f in units], [f.final_tracks for f in units],
-                          source_order(plan) if plan.is_file() else None)
+                          source_order(plan) if plan.is_file() else None,
+                          quality=[f.quality for f in units if f.quality.is_file()])
         return df.to_csv(sep="\t", index=False)
     if stage == "where":
         return _where(_index(args.results), args.name)

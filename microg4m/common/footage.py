@@ -8,6 +8,7 @@ with a hard cut or a gradual transition made from such footage with ffmpeg
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from pathlib import Path
 
@@ -111,10 +112,12 @@ SIZE = (640, 480)  # the constructed clips' frame size
 def _encode(inputs: list[str], graph: str, out: Path, frames: int, what: str) -> Path:
     from microg4m.common import media
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    media.run_ffmpeg([*inputs, "-filter_complex", graph, "-map", "[v]", "-frames:v", str(frames), "-r", "30",
-                      "-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p",
-                      str(out)], what=what)
+    from microg4m.common.atomic import atomic_path
+
+    with atomic_path(out, suffix=".tmp.mp4") as tmp:  # an interrupted build leaves no half clip
+        media.run_ffmpeg([*inputs, "-filter_complex", graph, "-map", "[v]", "-frames:v", str(frames), "-r", "30",
+                          "-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p",
+                          str(tmp)], what=what)
     return out
 
 
@@ -160,9 +163,8 @@ def camera_clip(src: Path, out: str | os.PathLike, *, kind: str = "pan", speed: 
     w, h = SIZE
     travel = abs(speed) * frames
     grow_w, grow_h = (w + travel, h) if kind == "pan" else (w, h + travel) if kind == "tilt" else (w * 1.1, h * 1.1)
-    cover = (f"scale=w='max({grow_w:.0f},{grow_h:.0f}*iw/ih)':h=-2,"
-             f"crop=w='max({grow_w:.0f},{grow_h:.0f}*iw/ih)':h='min(ih,max({grow_h:.0f},{grow_w:.0f}*ih/iw))',"
-             "setsar=1,fps=30")
+    cover = (f"scale=w={2 * math.ceil(grow_w / 2)}:h={2 * math.ceil(grow_h / 2)}"
+             ":force_original_aspect_ratio=increase:force_divisible_by=2,setsar=1,fps=30")
     cx, cy = "(in_w-out_w)/2", "(in_h-out_h)/2"
     if kind == "static":
         move = f"crop={w}:{h}:{cx}:{cy}"

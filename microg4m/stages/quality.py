@@ -35,10 +35,11 @@ def check(every: int = 6, text_every: int = 45, size: int = 320, text_min_area: 
             raise ValueError(f"quality.{name} = {value!r}: expected a number in [0, 1]")
 
 
-def sampled_frames(path: str | os.PathLike, every: int, text_every: int):
-    """Decode the clip once; yield ``(n, frame, scored, text)`` for the frames needed
-    (1-based n): ``scored`` every ``every``-th frame, ``text`` every ``text_every``-th."""
-    cap = cv2.VideoCapture(str(path))
+def sampled_frames(path: str | os.PathLike, every: int, text_every: int, threads: int = 1):
+    """Decode the clip once (on ``threads`` threads); yield ``(n, frame, scored, text)`` for
+    the frames needed (1-based n): ``scored`` every ``every``-th frame, ``text`` every
+    ``text_every``-th."""
+    cap = cv2.VideoCapture(str(path), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, int(threads)])
     if not cap.isOpened():
         raise MediaError(f"{path}: cannot open video for the quality scores")
     try:
@@ -56,12 +57,14 @@ def sampled_frames(path: str | os.PathLike, every: int, text_every: int):
 
 
 def clip_scores(path: str | os.PathLike, *, every: int = 6, text_every: int = 45, size: int = 320,
-                text_min_area: float = 0.01, camera_static: float = 0.001, camera_shake: float = 0.5) -> dict:
-    """The scores of one clip (the quality table's columns but clip_id and the transitions)."""
+                text_min_area: float = 0.01, camera_static: float = 0.001, camera_shake: float = 0.5,
+                threads: int = 1) -> dict:
+    """The scores of one clip (the quality table's columns but clip_id and the transitions);
+    ``threads``: the decoder's and the text detector's."""
     from microg4m.engines import text_detector
 
     grays, sharp, expo, clip, areas = [], [], [], [], []
-    for _n, frame, scored, text in sampled_frames(path, every, text_every):
+    for _n, frame, scored, text in sampled_frames(path, every, text_every, threads):
         small = text_detector.scaled(frame, size)
         if scored:
             g = cv2.cvtColor(small, cv2.COLOR_BGR2GRAY)
@@ -71,7 +74,7 @@ def clip_scores(path: str | os.PathLike, *, every: int = 6, text_every: int = 45
             expo.append(mean)
             clip.append(clipped)
         if text:
-            areas.append(text_detector.text_area(small, size))
+            areas.append(text_detector.text_area(small, size, threads))
     if not grays:
         raise MediaError(f"{path}: no decodable frames for the quality scores")
     cam = camera_motion.camera_motion(grays, gap=every, static=camera_static, shake=camera_shake)
@@ -99,5 +102,5 @@ def run(manifest: str | os.PathLike, scenes: str | os.PathLike, out: str | os.Pa
         if not path.is_file():
             raise MediaError(f"{path}: clip {clip} listed as ok in {manifest} but the file is missing")
         rows.append({"clip_id": clip, "transitions": len(cuts.at[clip, "cuts"]),
-                     "gradual": len(cuts.at[clip, "gradual"]), **clip_scores(path, **settings)})
+                     "gradual": len(cuts.at[clip, "gradual"]), **clip_scores(path, threads=threads, **settings)})
     return write_quality(out, rows)
