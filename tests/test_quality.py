@@ -157,3 +157,21 @@ def test_bad_settings_and_tables_are_named(tmp_path, made):
         clip_filter.decide(mf.ok_clips(made["src_000"].parent / "manifest.tsv"),
                            pd.DataFrame(columns=["clip_id", "frame", "conf"]),
                            read_scenes(made["src_000"].parent.parent / "scenes.tsv"), max_text_share=0.5)
+
+
+def test_report_pages_show_each_score_and_its_extremes(made, table, tmp_path):
+    from microg4m.report import quality_sheets
+
+    quality_table = tmp_path / "quality.tsv"
+    table.reset_index().to_csv(quality_table, sep="\t", index=False)
+    pages = quality_sheets.write([quality_table], [made["src_000"].parent / "manifest.tsv"], tmp_path / "sheets",
+                                 thresholds={"min_sharpness": 15.0})
+    assert sorted(p.name for p in pages) == sorted([f"{s}.png" for s in quality_sheets.SCORES] + ["camera.png"])
+    assert all(p.stat().st_size > 10_000 for p in pages)  # a histogram and thumbnails drawn
+    scores = quality_sheets.load([quality_table], [made["src_000"].parent / "manifest.tsv"])
+    low, high = quality_sheets.extremes(scores, "sharpness", k=1)
+    assert low == ["src_003"]  # the blurred clip
+    low, high = quality_sheets.extremes(scores, "text_share", k=1)
+    assert high == ["src_000"]  # the subtitles
+    low, high = quality_sheets.extremes(scores, "exposure", k=1)
+    assert low == ["src_004"]  # the dark clip

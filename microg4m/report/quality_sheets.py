@@ -71,6 +71,14 @@ def load(quality_tables, manifests) -> pd.DataFrame:
     return scores.sort_values("clip_id", kind="stable").reset_index(drop=True)
 
 
+def extremes(scores: pd.DataFrame, score: str, k: int = EXTREMES) -> tuple[list[str], list[str]]:
+    """The ids of the ``k`` clips with the lowest ``score`` (lowest first) and of the ``k``
+    with the highest (highest last), ties by clip id; a clip in both only among the low."""
+    order = scores.sort_values([score, "clip_id"], kind="stable")["clip_id"].tolist()
+    low = order[:k]
+    return low, [c for c in order[-k:] if c not in low]
+
+
 def _thumb(img: np.ndarray | None) -> np.ndarray:
     w, h = THUMB
     canvas = np.full((h, w, 3), 40, np.uint8)
@@ -116,14 +124,13 @@ def write(quality_tables, manifests, out_dir: str | os.PathLike, thresholds: dic
     scores = load(quality_tables, manifests)
     thresholds = thresholds or {}
     picked: dict[str, list[tuple[str, str]]] = {}  # page -> (clip, label)
+    value = scores.set_index("clip_id") if not scores.empty else None
     for score in SCORES:
         if scores.empty:
             break
-        order = scores.sort_values([score, "clip_id"], kind="stable")
-        ends = list(order.head(EXTREMES).itertuples()) + list(order.tail(EXTREMES).itertuples())
-        ends = list({r.clip_id: r for r in ends}.values())  # a small run: a clip once
-        picked[score] = [(r.clip_id, f"{'low' if i < EXTREMES else 'high'}: {r.clip_id}\n{getattr(r, score):.4g}")
-                         for i, r in enumerate(ends)]
+        low, high = extremes(scores, score)
+        picked[score] = [(c, f"low: {c}\n{value.at[c, score]:.4g}") for c in low] + \
+                        [(c, f"high: {c}\n{value.at[c, score]:.4g}") for c in high]
     camera = scores.groupby("camera")["camera_magnitude"].idxmax() if not scores.empty else pd.Series(dtype=int)
     picked["camera"] = [(scores.at[i, "clip_id"], f"{cls}: {scores.at[i, 'clip_id']}") for cls, i in camera.items()]
     needed = {clip for items in picked.values() for clip, _ in items}
