@@ -377,7 +377,8 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
                           out_dir=args.out_dir, actions=args.actions, label_map=args.label_map,
                           seed=args.seed, group_by=args.group_by, duplicates=args.duplicates,
                           downloads=downloads if all(p.is_file() for p in downloads) else None,
-                          duplicate_pairs=pairs if pairs.is_file() else None)
+                          duplicate_pairs=pairs if pairs.is_file() else None,
+                          quality=[f.quality for f in units if f.quality.is_file()] or None)
     if stage == "signatures":
         from microg4m.stages import signatures
 
