@@ -187,8 +187,8 @@ def main() -> None:
         "logo_text_area_every_frame_max": max(r["text_area_every_frame"] for r in logos),
         "logo_text_share_defaults_max": max(r["text_share"] for r in logos),
         "no_text_area_max": max(r["text_area_every_frame"] for r in plain),
-        "sharpness_blurred_max": round(max(r["sharpness"] for r in rows if r["kind"] == "blur"), 1),
-        "sharpness_unblurred_min": round(min(r["sharpness"] for r in rows if r["group"] == "text"), 1),
+        "sharpness_blurred_max": round(max(r["sharpness"] for r in rows if r["kind"] == "blur"), 4),
+        "sharpness_unblurred_min": round(min(r["sharpness"] for r in rows if r["kind"] != "blur"), 4),
         "exposure_dark_max": round(max(r["exposure"] for r in rows if r["kind"] == "dark"), 4),
         "exposure_bright_min": round(min(r["exposure"] for r in rows if r["kind"] == "bright"), 4),
         "exposure_plain_range": [round(min(r["exposure"] for r in plain), 4), round(max(r["exposure"] for r in plain), 4)],
@@ -207,8 +207,8 @@ def main() -> None:
     print(f"corner logo: text_share {summary['logo_text_share_every_frame_max']} (every frame), "
           f"{summary['logo_text_share_defaults_max']} (defaults); text_area at most "
           f"{summary['logo_text_area_every_frame_max']:.4f} (text_min_area {DEFAULTS['text_min_area']})")
-    print(f"sharpness: blurred (gblur sigma 6) at most {summary['sharpness_blurred_max']}, the same footage "
-          f"unblurred at least {summary['sharpness_unblurred_min']}; exposure: dark at most "
+    print(f"sharpness: blurred (gblur sigma 6) at most {summary['sharpness_blurred_max']}, every other clip "
+          f"at least {summary['sharpness_unblurred_min']}; exposure: dark at most "
           f"{summary['exposure_dark_max']}, bright at least {summary['exposure_bright_min']}, plain "
           f"{summary['exposure_plain_range']}")
     print("| camera | right |\n|---|---|")

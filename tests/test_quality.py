@@ -91,6 +91,7 @@ def test_camera_magnitude_is_the_speed():
 def test_blur_and_exposure(table):
     clean, blur, dark = (table.loc[c] for c in ("src_002", "src_003", "src_004"))
     assert blur["sharpness"] < 0.2 * clean["sharpness"]
+    assert blur["sharpness"] < 0.02 < dark["sharpness"]  # a dark picture is not a blurred one
     assert dark["exposure"] < clean["exposure"] - 0.1
     assert dark["clipped"] > clean["clipped"]
 
@@ -108,7 +109,7 @@ def test_filter_reasons_and_rejected_clips_keep_their_scores(made, table):
     no_boxes = pd.DataFrame(columns=["clip_id", "frame", "x1", "y1", "x2", "y2", "conf", "cls"])
     cuts = read_scenes(made["src_000"].parent.parent / "scenes.tsv")
     scores = table.reset_index()
-    strict = dict(max_text_share=0.5, camera=["shake"], min_sharpness=30.0, min_exposure=0.15)
+    strict = dict(max_text_share=0.5, camera=["shake"], min_sharpness=0.02, min_exposure=0.15)
     got = clip_filter.decide(ok, no_boxes, cuts, min_person_share=0.0, max_cuts=9, quality=scores, **strict)
     reason = dict(zip(got["clip_id"], got["reason"]))
     assert reason["src_000"] == "text"  # subtitles
@@ -165,7 +166,7 @@ def test_report_pages_show_each_score_and_its_extremes(made, table, tmp_path):
     quality_table = tmp_path / "quality.tsv"
     table.reset_index().to_csv(quality_table, sep="\t", index=False)
     pages = quality_sheets.write([quality_table], [made["src_000"].parent / "manifest.tsv"], tmp_path / "sheets",
-                                 thresholds={"min_sharpness": 15.0})
+                                 thresholds={"min_sharpness": 0.02})
     assert sorted(p.name for p in pages) == sorted([f"{s}.png" for s in quality_sheets.SCORES] + ["camera.png"])
     assert all(p.stat().st_size > 10_000 for p in pages)  # a histogram and thumbnails drawn
     scores = quality_sheets.load([quality_table], [made["src_000"].parent / "manifest.tsv"])

@@ -11,7 +11,8 @@ Columns (one row per clip, in the manifest's order):
 - ``camera``: ``static``, ``pan``, ``tilt``, ``zoom``, ``shake`` or ``unknown`` (no
   trackable points); ``camera_magnitude``: the mean shift of the frame's corners, as a
   share of the frame diagonal per frame;
-- ``sharpness``: the mean variance of the Laplacian (at the stage's working size);
+- ``sharpness``: the mean over the scored frames of the variance of the Laplacian over the
+  variance of the gray levels (at the stage's working size; microg4m.common.image_quality);
 - ``exposure`` (0-1): the mean luma; ``clipped`` (0-1): the mean share of crushed or blown
   pixels.
 
@@ -32,7 +33,7 @@ CAMERA = ("static", "pan", "tilt", "zoom", "shake", "unknown")
 NUMBERS = ["text_share", "text_area", "camera_magnitude", "sharpness", "exposure", "clipped"]
 COUNTS = ["transitions", "gradual"]
 # how each number is written
-DECIMALS = {"text_share": 4, "text_area": 4, "camera_magnitude": 6, "sharpness": 1, "exposure": 4, "clipped": 4}
+DECIMALS = {"text_share": 4, "text_area": 4, "camera_magnitude": 6, "sharpness": 4, "exposure": 4, "clipped": 4}
 
 
 def write_quality(path: str | os.PathLike, rows: list[dict]) -> pd.DataFrame:

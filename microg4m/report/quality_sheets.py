@@ -31,7 +31,7 @@ SCORES = {
     "text_share": ("share of frames with burnt-in text", ["max_text_share"]),
     "text_area": ("mean share of the picture covered by text", ["max_text_area"]),
     "camera_magnitude": ("camera motion (share of the frame diagonal per frame)", ["max_camera_magnitude"]),
-    "sharpness": ("sharpness (variance of the Laplacian)", ["min_sharpness"]),
+    "sharpness": ("sharpness (Laplacian variance / gray variance)", ["min_sharpness"]),
     "exposure": ("exposure (mean luma, 0-1)", ["min_exposure", "max_exposure"]),
     "clipped": ("share of crushed or blown pixels", ["max_clipped"]),
     "transitions": ("transitions (scenes.detector)", []),
