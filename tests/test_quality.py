@@ -176,3 +176,25 @@ def test_report_pages_show_each_score_and_its_extremes(made, table, tmp_path):
     assert high == ["src_000"]  # the subtitles
     low, high = quality_sheets.extremes(scores, "exposure", k=1)
     assert low == ["src_004"]  # the dark clip
+
+
+def test_the_strict_preset_names_text_and_blur(made, table):
+    """config/presets/strict.yaml's thresholds on the constructed clips: the subtitled clip
+    is rejected for text, the blurred one as blurry, the logo, the dark clip and every
+    camera clip are kept."""
+    import yaml
+
+    from workflow import REPO
+
+    strict = yaml.safe_load((REPO / "config" / "presets" / "strict.yaml").read_text())
+    assert strict["scenes"]["detector"] == "both"
+    thresholds = {k: v for k, v in strict["filter"].items() if k in THRESHOLDS}
+    assert {"max_text_share", "min_sharpness"} <= set(thresholds)
+    ok = mf.ok_clips(made["src_000"].parent / "manifest.tsv")
+    no_boxes = pd.DataFrame(columns=["clip_id", "frame", "x1", "y1", "x2", "y2", "conf", "cls"])
+    cuts = read_scenes(made["src_000"].parent.parent / "scenes.tsv")
+    got = clip_filter.decide(ok, no_boxes, cuts, min_person_share=0.0, max_cuts=9, quality=table.reset_index(),
+                             **thresholds)
+    reason = dict(zip(got["clip_id"], got["reason"]))
+    assert (reason.pop("src_000"), reason.pop("src_003")) == ("text", "blurry")
+    assert set(reason.values()) == {"kept"}
