@@ -161,7 +161,7 @@ def test_bad_settings_and_tables_are_named(tmp_path, made):
 
 
 def test_report_pages_show_each_score_and_its_extremes(made, table, tmp_path):
-    from microg4m.report import quality_sheets
+    from microg4m.stages import quality_sheets
 
     quality_table = tmp_path / "quality.tsv"
     table.reset_index().to_csv(quality_table, sep="\t", index=False)

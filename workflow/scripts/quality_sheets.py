@@ -1,5 +1,5 @@
 from microg4m.formats import manifest as mf
-from microg4m.report import quality_sheets
+from microg4m.stages import quality_sheets
 from microg4m.common.smk import start
 
 start(snakemake)

@@ -1,6 +1,6 @@
-"""Pages of the quality scores for the Snakemake report: per score, its distribution over
-the run's clips and the clips at both ends as thumbnails, so that a curator can set a
-``filter.*`` threshold by looking.
+"""Quality sheets stage: pages of the quality scores for the Snakemake report. Per score,
+its distribution over the run's clips and the clips at both ends as thumbnails, so that a
+curator can set a ``filter.*`` threshold by looking.
 
 One PNG per score (``SCORES``): a histogram of the score over every clip of the quality
 tables (kept and rejected alike; the thresholds set in ``filter.*`` drawn as lines), and
