@@ -3,6 +3,11 @@
 Reads the detection cache and the scene cuts (never runs YOLO), and writes one decision
 per ok clip to ``filter/{src}.tsv``. Rejected clips are only marked, never deleted.
 
+With a ``filter.*`` threshold on the quality scores set (microg4m.formats.quality_rules:
+``max_text_share``, ``camera``, ``min_sharpness``, ...; all off by default) it also reads
+the unit's quality table and rejects a clip that passes the paper's rule for ``text``,
+``camera``, ``blurry`` or ``exposure``.
+
 A frame is a person frame when it has a person box with conf > ``person_conf``. Which
 boxes (``count``):
 
