@@ -198,3 +198,31 @@ def test_the_strict_preset_names_text_and_blur(made, table):
     reason = dict(zip(got["clip_id"], got["reason"]))
     assert (reason.pop("src_000"), reason.pop("src_003")) == ("text", "blurry")
     assert set(reason.values()) == {"kept"}
+
+
+def test_default_filter_file_is_byte_for_byte_mains(made, table, tmp_path):
+    """The filter stage at the default config's settings (the quality thresholds all null,
+    given or left out, with or without the quality table) writes the file main's filter
+    wrote before the quality stage existed (the expected text below is main's output on
+    these inputs, rev 4311979)."""
+    import pyarrow.parquet as pq
+
+    from microg4m.formats.detections import SCHEMA
+
+    manifest = made["src_000"].parent / "manifest.tsv"
+    scenes = made["src_000"].parent.parent / "scenes.tsv"
+    dets = tmp_path / "dets.parquet"
+    pq.write_table(SCHEMA.empty_table(), dets)
+    quality_table = tmp_path / "quality.tsv"
+    table.reset_index().to_csv(quality_table, sep="\t", index=False)
+    defaults = config.validate({"sources": "x"})["filter"]
+    settings = {k: v for k, v in defaults.items() if k != "screening" and k not in THRESHOLDS}
+    settings["min_person_share"] = 0.0  # every clip passes the paper's rule: only a quality reason could reject
+    plain, scored = tmp_path / "plain.tsv", tmp_path / "scored.tsv"
+    clip_filter.run(manifest, dets, scenes, plain, **settings)
+    clip_filter.run(manifest, dets, scenes, scored, quality=quality_table, **settings,
+                    **{k: defaults[k] for k in THRESHOLDS})
+    rows = "".join(f"{c}\t0.0000\t{'31;61' if c == 'src_004' else ''}\t{0 if c == 'src_004' else 1}\t"
+                   f"{'scene_cut' if c == 'src_004' else 'kept'}\t90\n" for c in made)  # the manifest's order
+    expected = "clip_id\tperson_share\tcuts\tkeep\treason\tdetected_frames\n" + rows
+    assert plain.read_text() == scored.read_text() == expected
