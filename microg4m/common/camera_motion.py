@@ -31,9 +31,9 @@ from microg4m.common import sparse_flow
 CLASSES = ("static", "pan", "tilt", "zoom", "shake", "unknown")
 # Corners re-detected on every frame (points that left the frame are replaced; a lower
 # quality level than the reference's, so that low-contrast pictures keep some) and a deeper
-# pyramid for the larger steps between sampled frames. 200 corners and a 21x21 window
-# classified the same bench clips alike at 2.3 CPU-ms a frame against 1.7
-# (bench/bench_quality.py).
+# pyramid for the larger steps between sampled frames. 200 corners and a 21x21 window got
+# as many of the bench clips right (43 of 45; the same two dancer clips wrong, one of them
+# as another wrong class) at 2.3 CPU-ms a frame against 1.7 (bench/bench_quality.py).
 FEATURE_PARAMS = dict(maxCorners=100, qualityLevel=0.01, minDistance=8, blockSize=7)
 LK_PARAMS = dict(winSize=(15, 15), maxLevel=3,
                  criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 10, 0.03))
