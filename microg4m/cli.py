@@ -110,7 +110,12 @@ def main(argv: list[str] | None = None) -> int:
 
     p = sub.add_parser("filter", help="keep/reject decisions from detections and cuts")
     p.add_argument("manifest"), p.add_argument("detections"), p.add_argument("scenes"), p.add_argument("out")
+    p.add_argument("--quality", help="the quality table (needed when a threshold on its scores is set)")
     _add_options(p, cfg, "filter")
+
+    p = sub.add_parser("quality", help="quality scores (text, camera motion, sharpness, exposure) of the clips")
+    p.add_argument("manifest"), p.add_argument("scenes"), p.add_argument("out")
+    _add_options(p, cfg, "quality")
 
     p = sub.add_parser("motion", help="optical-flow motion level of the clips of a manifest")
     p.add_argument("manifest"), p.add_argument("out")
@@ -335,7 +340,11 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         settings = _settings(args, cfg, "filter")
         screened = read_screening(settings.pop("screening"))
         return clip_filter.run(args.manifest, args.detections, args.scenes, args.out, screened=screened,
-                               **settings)
+                               quality=args.quality, **settings)
+    if stage == "quality":
+        from microg4m.stages import quality
+
+        return quality.run(args.manifest, args.scenes, args.out, **_settings(args, cfg, "quality"))
     if stage == "motion":
         from microg4m.stages import motion
 
@@ -368,7 +377,8 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
                           out_dir=args.out_dir, actions=args.actions, label_map=args.label_map,
                           seed=args.seed, group_by=args.group_by, duplicates=args.duplicates,
                           downloads=downloads if all(p.is_file() for p in downloads) else None,
-                          duplicate_pairs=pairs if pairs.is_file() else None)
+                          duplicate_pairs=pairs if pairs.is_file() else None,
+                          quality=[f.quality for f in units if f.quality.is_file()] or None)
     if stage == "signatures":
         from microg4m.stages import signatures
 
@@ -429,7 +439,8 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         plan = Path(args.results) / FILE
         df = ledger.build([f.download for f in units], [f.status for f in units], [f.manifest for f in units],
                           [f.decisions for f in units], [f.final_tracks for f in units],
-                          source_order(plan) if plan.is_file() else None)
+                          source_order(plan) if plan.is_file() else None,
+                          quality=[f.quality for f in units if f.quality.is_file()])
         return df.to_csv(sep="\t", index=False)
     if stage == "where":
         return _where(_index(args.results), args.name)

@@ -8,7 +8,7 @@ import pytest
 
 from conftest import ffmpeg, get_footage
 
-STAGES = ["download", "trim", "detect", "scenes", "filter", "motion", "track", "corrections", "track-files", "export",
+STAGES = ["download", "trim", "detect", "scenes", "filter", "quality", "motion", "track", "corrections", "track-files", "export",
           "ledger", "verify", "demo-media", "signatures", "reference-signatures", "duplicates", "where"]
 
 
@@ -35,6 +35,9 @@ def test_trim_then_scenes_on_a_video(tmp_path):
     cli("scenes", str(manifest), str(tmp_path / "scenes.tsv"))
     scenes = pd.read_csv(tmp_path / "scenes.tsv", sep="\t", keep_default_na=False)
     assert list(scenes.clip_id) == ["walk_000", "walk_001"] and list(scenes.cuts) == ["", ""]
+    cli("quality", str(manifest), str(tmp_path / "scenes.tsv"), str(tmp_path / "quality.tsv"), "--every", "10")
+    scores = pd.read_csv(tmp_path / "quality.tsv", sep="\t", keep_default_na=False)
+    assert list(scores.clip_id) == ["walk_000", "walk_001"] and list(scores.camera) == ["static", "static"]
 
 
 @pytest.mark.parametrize("clip_type", ["r", "m"])

@@ -269,14 +269,15 @@ def test_demo_through_local_slurm(slurm_cluster, slurm_run, capsys):  # noqa: F8
 
     run_id = re.search(r"SLURM run ID: (\S+)", proc.stdout).group(1)
     submitted = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: (\S+?)\)", proc.stdout))
-    # demo_media x2, one prep group (trim/scenes/motion of both sources), the detector,
+    # demo_media x2, one prep group (trim/scenes/motion/quality of both sources), the detector,
     # detect x2, one post group (filter/track/frames/track_files/signatures of both
-    # sources), duplicates, duplicate_sheets, export, ledger
+    # sources), duplicates, duplicate_sheets, quality_sheets, export, ledger
     kinds = sorted(Path(log).relative_to(wd / ".snakemake" / "slurm_logs").parts[0] for log in submitted.values())
-    assert kinds == sorted(["rule_demo_media"] * 2 + ["group_prep_motion_scenes_trim"]
+    assert kinds == sorted(["rule_demo_media"] * 2 + ["group_prep_motion_quality_scenes_trim"]
                            + ["rule_detector"] + ["rule_detect"] * 2
                            + ["group_post_filter_frames_signatures_track_track_files"]
-                           + ["rule_duplicates", "rule_duplicate_sheets", "rule_export", "rule_ledger"]), kinds
+                           + ["rule_duplicates", "rule_duplicate_sheets", "rule_quality_sheets", "rule_export",
+                              "rule_ledger"]), kinds
     for log in submitted.values():
         assert Path(log).is_file()
     groups = [Path(log).read_text() for log in submitted.values() if "/group_" in log]

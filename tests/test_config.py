@@ -110,7 +110,8 @@ def test_team_mode_takes_its_settings_from_the_config(tmp_path):
         team_options.settings(args)
 
 
-@pytest.mark.parametrize("overlays", [[], ["config/presets/fast.yaml"], ["config/microg4m.yaml"],
+@pytest.mark.parametrize("overlays", [[], ["config/presets/fast.yaml"], ["config/presets/strict.yaml"],
+                                      ["config/microg4m.yaml"],
                                       [".test/demo/config.yaml"], [".test/bad-inputs/config.yaml"],
                                       [".test/corrections/config.yaml"]])
 def test_the_workflow_sees_the_config_snakemakes_own_validate_would_give(overlays):

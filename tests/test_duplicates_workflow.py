@@ -20,8 +20,8 @@ SOURCES = ("source_id\turl\tclip_type\n"
            "dancer\tresources/demo/dancer.mp4\tr\n"
            "pianist\tresources/demo/pianist.mp4\tr\n"
            "dancercopy\tuploads/dancercopy.mp4\tr\n")
-PER_UNIT = ["download", "trim", "detect", "scenes", "filter", "motion", "track", "frames", "track_files",
-            "signatures"]
+PER_UNIT = ["download", "trim", "detect", "scenes", "quality", "filter", "motion", "track", "frames",
+            "track_files", "signatures"]
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def test_a_new_source_reruns_its_stages_and_compares_only_its_clips(run_dir):
         fh.write("pianistcopy\tuploads/pianistcopy.mp4\tr\n")
     # the plan has a new unit: the units rule writes it again
     expected = {**{rule: 1 for rule in PER_UNIT}, "duplicates": 1, "duplicate_sheets": 1, "export": 1,
-                "ledger": 1, "units": 1, "all": 1}
+                "ledger": 1, "units": 1, "quality_sheets": 1, "all": 1}
     assert dry_run_jobs(run_dir) == expected
     assert jobs_ran(snakemake(run_dir)) == expected
     log = (run_dir / "results" / "logs" / "duplicates.log").read_text()

@@ -37,7 +37,7 @@ SOURCES = {
 }
 CLIPS = {"talk_2": 3, "talk": 2, "carphone": 1, "missing": 0}
 # the rules that run one job per unit; the others run once
-PER_UNIT = {"download", "trim", "scenes", "motion", "detect", "filter", "track", "frames", "track_files",
+PER_UNIT = {"download", "trim", "scenes", "motion", "quality", "detect", "filter", "track", "frames", "track_files",
             "signatures", "vqa_draft"}
 
 
@@ -242,7 +242,9 @@ EDITS = {
     "a filter threshold": config_edit("filter", person_conf=0.7),
     "`annotations/screening_excluded.txt`": file_edit("annotations/screening_excluded.txt", "talk_001\n",
                                                       lambda wd: {unit_of(wd, "talk")}),
+    "a quality threshold": config_edit("filter", min_sharpness=1.0),
     "`motion`": config_edit("motion", high_threshold=96),
+    "`quality`": config_edit("quality", every=5),
     "a tracker setting": config_edit("track", box_mode="interpolate"),
     "a CVAT export": file_edit("annotations/corrections/talk_000.xml", correction, lambda wd: {unit_of(wd, "talk")}),
     "`annotations/actions.csv`": file_edit("annotations/demo_actions.csv",

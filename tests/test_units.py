@@ -11,10 +11,10 @@ from microg4m.common.units import AUTO_MAX, make_units, per_job
 from workflow import dry_run_jobs, make_workdir, set_config, slots, snakemake
 
 # the stages that run one job per unit; the others run once
-PER_UNIT = ["download", "trim", "scenes", "detect", "filter", "motion", "track", "frames", "track_files",
-            "signatures"]
+PER_UNIT = ["download", "trim", "scenes", "detect", "filter", "quality", "motion", "track", "frames",
+            "track_files", "signatures"]
 ONCE = {"detector": 1, "versions": 1, "duplicates": 1, "duplicate_sheets": 1, "export": 1, "ledger": 1, "all": 1,
-        "cache": 4, "download_settings": 1, "units": 1}
+        "cache": 4, "download_settings": 1, "units": 1, "quality_sheets": 1}
 
 
 def test_auto_fills_the_slots_with_few_jobs_and_caps_their_size():
@@ -52,9 +52,9 @@ def test_auto_dry_run_plans_one_job_per_unit_and_stage(tmp_path, n_sources):
     units = planned_units(n_sources)
     expected = {**{stage: units for stage in PER_UNIT}, **ONCE}
     assert dry_run_jobs(wd) == expected
-    # on the 2-CPU test machine: 2 units (33 jobs) for 10 sources, 200 units (2,013 jobs) for 10^4
+    # on the 2-CPU test machine: 2 units (36 jobs) for 10 sources, 200 units (2,214 jobs) for 10^4
     if slots() == 2:
-        assert sum(expected.values()) == {10: 33, 10_000: 2013}[n_sources]
+        assert sum(expected.values()) == {10: 36, 10_000: 2214}[n_sources]
     if n_sources == 10:  # --cores does not re-plan the units, so a re-run keeps every result
         assert dry_run_jobs(wd, "--cores", "1") == expected
 

@@ -8,6 +8,7 @@ with a hard cut or a gradual transition made from such footage with ffmpeg
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from pathlib import Path
 
@@ -96,3 +97,103 @@ def transition_clip(a: Path, b: Path, out: str | os.PathLike, *, kind: str = "cu
                       "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p", str(out)],
                      what=f"{kind} clip {out.name}")
     return out
+
+
+# ---------------------------------------------------------------- constructed quality footage
+# Clips for the quality scores (tests and bench/bench_quality.py), made with ffmpeg from
+# the footage above: burnt-in text, synthetic camera motion, blur and bad exposure.
+FONT = ("matplotlib", "mpl-data/fonts/ttf/DejaVuSans-Bold.ttf")  # a font that ships inside a package
+SUBTITLES = ("The crew checks the airlock seals", "before the spacewalk begins today",
+             "Mission control confirms the go")
+CAMERA = ("static", "pan", "tilt", "zoom", "shake")
+SIZE = (640, 480)  # the constructed clips' frame size
+
+
+def _encode(inputs: list[str], graph: str, out: Path, frames: int, what: str) -> Path:
+    from microg4m.common import media
+
+    from microg4m.common.atomic import atomic_path
+
+    with atomic_path(out, suffix=".tmp.mp4") as tmp:  # an interrupted build leaves no half clip
+        media.run_ffmpeg([*inputs, "-filter_complex", graph, "-map", "[v]", "-frames:v", str(frames), "-r", "30",
+                          "-an", "-c:v", "libx264", "-preset", "veryfast", "-crf", "20", "-pix_fmt", "yuv420p",
+                          str(tmp)], what=what)
+    return out
+
+
+def _input(src: Path, start: float) -> list[str]:
+    """ffmpeg's input options for footage: a still image is looped."""
+    if src.suffix.lower() in (".jpg", ".jpeg", ".png"):
+        return ["-loop", "1", "-framerate", "30", "-i", str(src)]
+    return ["-ss", str(start), "-i", str(src)]
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("'", "\\'").replace(":", "\\:")
+
+
+def text_clip(src: Path, out: str | os.PathLike, *, kind: str = "subtitle", start: float = 0.0,
+              frames: int = 90) -> Path:
+    """A 640x480, 30 fps clip of footage ``src`` with burnt-in text: ``subtitle`` (one line
+    over the lower third, a new line every second, white with a black border), ``logo``
+    (a small channel mark in the top-right corner, the whole clip), or ``none``."""
+    font = package_file(*FONT)
+    w, h = SIZE
+    chain = f"[0:v]{NORMALIZE}"
+    if kind == "subtitle":
+        for k, line in enumerate(SUBTITLES):
+            chain += (f",drawtext=fontfile='{font}':text='{_escape(line)}':fontsize={h // 17}:fontcolor=white"
+                      f":borderw=2:bordercolor=black:x=(w-tw)/2:y=h*0.82"
+                      f":enable='between(n,{30 * k},{30 * k + 29})'")
+    elif kind == "logo":
+        chain += (f",drawtext=fontfile='{font}':text='ISS TV':fontsize={h // 30}:fontcolor=white@0.8"
+                  f":box=1:boxcolor=black@0.4:boxborderw=3:x=w-tw-12:y=12")
+    elif kind != "none":
+        raise ValueError(f"unknown text kind {kind!r}; known: subtitle, logo, none")
+    return _encode(_input(src, start), chain + "[v]", Path(out), frames, f"{kind} clip {Path(out).name}")
+
+
+def camera_clip(src: Path, out: str | os.PathLike, *, kind: str = "pan", speed: float = 3.0, start: float = 0.0,
+                frames: int = 90) -> Path:
+    """A 640x480, 30 fps clip that looks through a moving camera at footage ``src`` (a still
+    image or a video): ``static``; ``pan`` (right) and ``tilt`` (down) at ``speed`` pixels
+    of the output a frame; ``zoom`` in, ``speed`` / 640 of the frame a frame; ``shake``, a
+    hand-held jitter of about ``speed`` pixels. The footage is scaled to cover the window
+    and the travel (``speed`` x ``frames``) first."""
+    w, h = SIZE
+    travel = abs(speed) * frames
+    grow_w, grow_h = (w + travel, h) if kind == "pan" else (w, h + travel) if kind == "tilt" else (w * 1.1, h * 1.1)
+    cover = (f"scale=w={2 * math.ceil(grow_w / 2)}:h={2 * math.ceil(grow_h / 2)}"
+             ":force_original_aspect_ratio=increase:force_divisible_by=2,setsar=1,fps=30")
+    cx, cy = "(in_w-out_w)/2", "(in_h-out_h)/2"
+    if kind == "static":
+        move = f"crop={w}:{h}:{cx}:{cy}"
+    elif kind == "pan":
+        move = f"crop={w}:{h}:x='n*{speed}':y={cy}"
+    elif kind == "tilt":
+        move = f"crop={w}:{h}:x={cx}:y='n*{speed}'"
+    elif kind == "shake":
+        a = speed
+        move = (f"crop={w}:{h}:x='{cx}+{a}*sin(n*2.3)+{a / 2}*sin(n*5.1)'"
+                f":y='{cy}+{a}*sin(n*1.7+1)+{a / 2}*sin(n*4.3)'")
+    elif kind == "zoom":
+        # zoompan crops whole input pixels: on 4x the frame its steps are a quarter pixel
+        rate = speed / w
+        move = (f"scale={4 * w}:{4 * h},zoompan=z='1+{rate}*in':d=1:x='iw/2-iw/zoom/2':y='ih/2-ih/zoom/2'"
+                f":s={w}x{h}:fps=30")
+    else:
+        raise ValueError(f"unknown camera kind {kind!r}; known: {', '.join(CAMERA)}")
+    graph = f"[0:v]{cover},{move},format=yuv420p[v]"
+    return _encode(_input(src, start), graph, Path(out), frames, f"{kind} clip {Path(out).name}")
+
+
+def degraded_clip(src: Path, out: str | os.PathLike, *, kind: str = "blur", start: float = 0.0,
+                  frames: int = 90) -> Path:
+    """A 640x480, 30 fps clip of footage ``src``: ``blur`` (Gaussian, sigma 6), ``dark``
+    (brightness -0.35), ``bright`` (brightness +0.45) or ``clean``."""
+    effect = {"blur": ",gblur=sigma=6", "dark": ",eq=brightness=-0.35", "bright": ",eq=brightness=0.45",
+              "clean": ""}
+    if kind not in effect:
+        raise ValueError(f"unknown kind {kind!r}; known: {', '.join(effect)}")
+    return _encode(_input(src, start), f"[0:v]{NORMALIZE}{effect[kind]}[v]", Path(out), frames,
+                   f"{kind} clip {Path(out).name}")

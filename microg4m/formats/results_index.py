@@ -150,6 +150,7 @@ class UnitFiles:
     scenes: Path
     decisions: Path
     motion: Path
+    quality: Path  # the quality scores
     tracks: Path  # the tracker's
     corrected: Path  # the tracks with the CVAT corrections applied
     corrections_report: Path
@@ -177,7 +178,7 @@ def unit_files(root: Path, unit: str) -> UnitFiles:
         status=r / "clips" / unit / "status.tsv", download=r / "download" / f"{unit}.tsv",
         detections=r / "detections" / f"{unit}.parquet", scenes=r / "scenes" / f"{unit}.tsv",
         decisions=r / "filter" / f"{unit}.tsv", motion=r / "motion" / f"{unit}.tsv",
-        tracks=r / "tracks" / f"{unit}.csv", corrected=r / "corrected" / f"{unit}.csv",
+        quality=r / "quality" / f"{unit}.tsv", tracks=r / "tracks" / f"{unit}.csv", corrected=r / "corrected" / f"{unit}.csv",
         corrections_report=r / "corrected" / f"{unit}.tsv", mot_dir=r / "mot" / unit, cvat_dir=r / "cvat" / unit,
         contact_sheet=r / "previews" / f"{unit}.png", previews_dir=r / "previews" / unit,
         frames_done=r / "frames" / f"{unit}.tsv", frames_dir=r / "frames" / unit, signatures=r / "signatures" / f"{unit}.parquet",

@@ -34,6 +34,8 @@ from microg4m.formats.clips import Report, load_clips
 from microg4m.formats.ava import SPLIT_FILES
 from microg4m.formats.labels import MAX_ACTIONS
 from microg4m.formats.frame_lists import write_frame_lists
+from microg4m.formats.quality import COLUMNS as QUALITY_COLUMNS
+from microg4m.formats.quality import read_quality
 from microg4m.formats.tracks import BOX, read_tracks
 from microg4m.formats.tracks import COLUMNS as TRACK_COLUMNS
 
@@ -214,6 +216,35 @@ def _frames(done_lists, assignment, out: Path, report: Report) -> int:
     return linked
 
 
+CLIPS_COLUMNS = ["clip_id", "source_id", "clip_type", "kept", "split", "reason", *QUALITY_COLUMNS[1:]]
+
+
+def write_clips_table(path: Path, clips: pd.DataFrame, assignment: dict, quality: list, report) -> int:
+    """``clips.csv``: one row per clip that trim accepted (kept or rejected), its split
+    (empty when not in the dataset), the filter's reason and its quality scores as the
+    quality tables write them (empty where a table is missing or unreadable)."""
+    scores = {}
+    for table in sorted(map(str, quality)):
+        try:
+            read_quality(table)
+            frame = pd.read_csv(table, sep="\t", dtype=str, keep_default_na=False)
+        except (OSError, ValueError, pd.errors.ParserError) as exc:
+            report.add(table, "", f"unreadable quality table ({type(exc).__name__}: {exc}); its scores left empty")
+            continue
+        scores.update(frame.set_index("clip_id")[QUALITY_COLUMNS[1:]].to_dict("index"))
+    ok = clips[clips["status"] == "ok"]
+    rows = []
+    for r in ok.itertuples(index=False):
+        reason = "kept" if r.kept else (r.why[len("filter: "):] if r.why.startswith("filter: ") else r.why)
+        rows.append({"clip_id": r.clip_id, "source_id": r.source_id, "clip_type": r.clip_type,
+                     "kept": int(bool(r.kept)), "split": assignment.get(r.clip_id, ""), "reason": reason,
+                     **scores.get(r.clip_id, {})})
+    table = pd.DataFrame(rows, columns=CLIPS_COLUMNS).fillna("")
+    with atomic_path(path, suffix=".csv") as tmp:
+        table.to_csv(tmp, index=False, lineterminator="\n")
+    return len(table)
+
+
 def _lines(path: Path, lines: list[str]) -> None:
     write_text(path, "".join(f"{line}\n" for line in lines))
 
@@ -263,6 +294,7 @@ def run(
     duplicates: str = "group",
     duplicate_pairs=None,
     contamination=None,
+    quality: list | None = None,
 ) -> dict:
     """Write the export into ``out_dir`` (see the module docstring and docs/formats.md); return a summary.
 
@@ -274,7 +306,9 @@ def run(
     ``datasheet.md`` are written too (datasheet.write_export).
     ``duplicate_pairs``: the duplicates stage's pairs table; ``duplicates`` says what to do
     with them (see :mod:`microg4m.formats.split_duplicates`). ``contamination``: its matches with
-    reference sets, written with their split and warned about.
+    reference sets, written with their split and warned about. ``quality``: the units'
+    quality tables; with them ``clips.csv`` (every clip trim accepted, kept or not, with
+    its split, the filter's reason and its scores) is written.
     """
     if group_by not in ("clip", "source"):
         raise ValueError(f"export.split.group_by must be 'clip' or 'source', got {group_by!r}")
@@ -408,6 +442,8 @@ def run(
     if downloads is not None:
         summary["sources"] = datasheet.write_export(out, downloads=downloads, clips=clips, assignment=assignment,
                                                     persons=persons, ava=ava, label_map=lmap)["sources"]
+    if quality is not None:
+        summary["clips_scored"] = write_clips_table(out / "clips.csv", clips, assignment, quality, report)
     report.write(out / "input_report.tsv")
     summary["input_problems"] = len(report.rows)
     return summary

@@ -3,6 +3,11 @@
 Reads the detection cache and the scene cuts (never runs YOLO), and writes one decision
 per ok clip to ``filter/{src}.tsv``. Rejected clips are only marked, never deleted.
 
+With a ``filter.*`` threshold on the quality scores set (microg4m.formats.quality_rules:
+``max_text_share``, ``camera``, ``min_sharpness``, ...; all off by default) it also reads
+the unit's quality table and rejects a clip that passes the paper's rule for ``text``,
+``camera``, ``blurry`` or ``exposure``.
+
 A frame is a person frame when it has a person box with conf > ``person_conf``. Which
 boxes (``count``):
 
@@ -33,6 +38,8 @@ from microg4m.formats import manifest as mf
 from microg4m.common.atomic import write_tsv
 from microg4m.formats.detections import read_coverage, read_detections
 from microg4m.formats.rejection import too_few
+from microg4m.formats.quality import read_quality
+from microg4m.formats.quality_rules import QualityRules
 from microg4m.formats.scenes import format_cuts, read_scenes
 from microg4m.engines.model import passive_openmp
 
@@ -74,7 +81,7 @@ def _check(person_conf, min_person_share, max_cuts) -> None:
 
 def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *, person_conf: float = 0.6,
            min_person_share: float = 0.6, max_cuts: int = 0, screened: set[str] | frozenset = frozenset(),
-           detected: dict | None = None) -> pd.DataFrame:
+           detected: dict | None = None, quality: pd.DataFrame | None = None, **thresholds) -> pd.DataFrame:
     """Decisions per clip (pure).
 
     clips: ``clip_id, frames``; detections: ``clip_id, frame, conf[, cls]`` (one row per
@@ -82,9 +89,18 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
     cuts: ``clip_id, cuts`` (lists of frame numbers); detected: clip -> frames detected
     (1..n; default every frame). Returns ``clip_id, person_share (float), cuts (list),
     keep (bool), reason, detected_frames`` in the order of ``clips``. Reason precedence:
-    screened > scene_cut > few_persons > kept.
+    screened > scene_cut > few_persons > text > camera > blurry > exposure > kept.
+
+    ``quality``: the quality table (microg4m.formats.quality.read_quality), needed when a
+    threshold of ``thresholds`` (microg4m.formats.quality_rules.THRESHOLDS) is set.
     """
     _check(person_conf, min_person_share, max_cuts)
+    rules = QualityRules(**thresholds)
+    scores = {}
+    if rules.active():
+        if quality is None:
+            raise ValueError("a quality threshold of filter.* is set but there is no quality table")
+        scores = quality.set_index("clip_id").to_dict("index")
     cut_map = dict(zip(cuts["clip_id"], cuts["cuts"]))
     missing = [c for c in clips["clip_id"] if c not in cut_map]
     if missing:
@@ -108,6 +124,10 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
         elif seen < frames:
             raise ValueError(f"clip {clip}: detections cover frames 1-{seen} of {frames} only, not enough for "
                              "these filter settings (re-run detect with them: the workflow does)")
+        elif rules.active():
+            if clip not in scores:
+                raise ValueError(f"no quality scores for clip {clip} (quality table out of date?)")
+            reason = rules.reason(scores[clip]) or "kept"
         else:
             reason = "kept"
         rows.append({"clip_id": clip, "person_share": found / int(frames), "cuts": clip_cuts,
@@ -117,14 +137,19 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
 
 def run(manifest: str | os.PathLike, detections: str | os.PathLike, scenes: str | os.PathLike,
         out: str | os.PathLike, *, count: str = "tracked", person_conf: float = 0.6,
-        min_person_share: float = 0.6, max_cuts: int = 0, screened: Iterable[str] = ()) -> pd.DataFrame:
+        min_person_share: float = 0.6, max_cuts: int = 0, screened: Iterable[str] = (),
+        quality: str | os.PathLike | None = None, **thresholds) -> pd.DataFrame:
     """Decide every ok clip of ``manifest``; write ``out`` (TSV) and return the decisions.
+
+    ``quality``: the unit's quality table, read when a quality threshold (``thresholds``:
+    ``max_text_share``, ``min_sharpness``, ...; microg4m.formats.quality_rules) is set.
 
     ``screened``: clip ids excluded by hand (see read_screening). The workflow passes only
     the unit's own ids as a rule param, so an exclusion re-runs only that unit's filter.
     """
     passive_openmp()  # before torch loads
     _check(person_conf, min_person_share, max_cuts)
+    rules = QualityRules(**thresholds)  # bad thresholds fail before any work
     if count not in COUNTS:
         raise ValueError(f"filter.count = {count!r}: expected one of {COUNTS}")
     clips = mf.ok_clips(manifest)
@@ -135,8 +160,11 @@ def run(manifest: str | os.PathLike, detections: str | os.PathLike, scenes: str 
     detected = read_coverage(detections, zip(clips["clip_id"], clips["frames"]))
     if count == "tracked":  # the tracker sees a clip's detected frames
         dets = tracked_boxes(dets, clips.assign(frames=clips["clip_id"].map(detected)))
+    if rules.active() and quality is None:
+        raise ValueError("a quality threshold of filter.* is set but no quality table was given")
+    scores = read_quality(quality) if rules.active() else None
     table = decide(clips, dets, read_scenes(scenes), person_conf=person_conf, min_person_share=min_person_share,
-                   max_cuts=max_cuts, screened=set(screened), detected=detected)
+                   max_cuts=max_cuts, screened=set(screened), detected=detected, quality=scores, **thresholds)
     written = table.assign(
         person_share=table["person_share"].map(lambda x: f"{x:.4f}"),
         cuts=table["cuts"].map(format_cuts),

@@ -18,19 +18,32 @@ from microg4m.formats.manifest import read_manifest
 from microg4m.formats.records import records_frame
 from microg4m.formats.tracks import read_tracks
 
+from microg4m.formats.quality import COLUMNS as QUALITY_COLUMNS
+from microg4m.formats.quality import read_quality
+
+# the clip's quality scores (quality/{unit}.tsv) follow, empty on source rows and for clips
+# trim dropped
+SCORES = QUALITY_COLUMNS[1:]
 COLUMNS = ["level", "source_id", "clip_id", "download", "trim", "filter", "track", "status", "reason",
-           "reason_class", "advice"]
+           "reason_class", "advice", *SCORES]
 
 
 def _read_tsv(path) -> pd.DataFrame:
     return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
 
 
-def build(downloads, trims, manifests, decisions, tracks, order: list[str] | None = None) -> pd.DataFrame:
+def build(downloads, trims, manifests, decisions, tracks, order: list[str] | None = None,
+          quality=None) -> pd.DataFrame:
     """One row per source, then one per clip (trimmed or dropped); per job unit inputs.
     ``order``: the sources table's order of the source ids (units need not follow it:
-    ``sources_per_job: auto`` packs them by work); default: the units' order."""
+    ``sources_per_job: auto`` packs them by work); default: the units' order.
+    ``quality``: the units' quality tables (their scores fill the clip rows)."""
     rows = []
+    scores = {}
+    for path in quality or ():
+        table = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)  # as written
+        read_quality(path)  # checked
+        scores.update(table.set_index("clip_id")[SCORES].to_dict("index"))
     for dl, tr, mf, dc, tk in zip(downloads, trims, manifests, decisions, tracks):
         trim = _read_tsv(tr).set_index("source_id")
         clips = read_manifest(mf)
@@ -62,6 +75,7 @@ def build(downloads, trims, manifests, decisions, tracks, order: list[str] | Non
                         row.update(status="rejected", reason=f"filter: {dec.loc[cid, 'reason']}")
                 else:
                     row.update(status="rejected", reason="filter: no decision")
+                row.update(scores.get(cid, {}))
                 rows.append(row)
     return in_table_order(pd.DataFrame(rows, columns=COLUMNS).fillna(""), order)
 
@@ -106,10 +120,11 @@ def funnel_counts(ledger: pd.DataFrame) -> pd.DataFrame:
 
 def run(*, downloads, trims, manifests, decisions, tracks, ledger: str | os.PathLike,
         funnel: str | os.PathLike | None = None, funnel_plot: str | os.PathLike | None = None,
-        provenance: str | os.PathLike | None = None, order: list[str] | None = None) -> pd.DataFrame:
+        provenance: str | os.PathLike | None = None, order: list[str] | None = None,
+        quality=None) -> pd.DataFrame:
     """Write the ledger (and the provenance table, the funnel and its plot), sources in
-    ``order`` (the sources table's)."""
-    df = build(downloads, trims, manifests, decisions, tracks, order)
+    ``order`` (the sources table's); ``quality``: the units' quality tables."""
+    df = build(downloads, trims, manifests, decisions, tracks, order, quality)
     write_tsv(ledger, df)
     if provenance is not None:
         write_tsv(provenance, in_table_order(records_frame(downloads), order))

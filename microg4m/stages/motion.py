@@ -17,28 +17,29 @@ the pairs measured so far are averaged, as the reference does. Two scores:
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from dataclasses import dataclass
 from typing import Iterable
 
-import cv2
 import numpy as np
 import pandas as pd
 
+from microg4m.common import sparse_flow
 from microg4m.common.progress import progress
 from microg4m.formats import manifest as mf
 from microg4m.common.atomic import write_tsv
 from microg4m.common.media import MediaError, iter_frames
 from microg4m.formats.motion import COLUMNS
 
-# The reference's parameters (OpenCV's optical flow tutorial values).
-FEATURE_PARAMS = dict(maxCorners=100, qualityLevel=0.3, minDistance=7, blockSize=7)
-LK_PARAMS = dict(
-    winSize=(15, 15), maxLevel=2,
-    criteria=(cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 10, 0.03),
-)
+# The reference's parameters (OpenCV's optical flow tutorial values), shared with the
+# quality stage's camera motion (microg4m/common/sparse_flow.py).
+FEATURE_PARAMS = sparse_flow.FEATURE_PARAMS
+LK_PARAMS = sparse_flow.LK_PARAMS
 METHODS = ("reference", "normalized")
+
+
 @dataclass(frozen=True)
 class Motion:
     score: float  # reference: mean over measured frame pairs of sum(|dx| + |dy|) (px)
@@ -53,27 +54,18 @@ def flow_scores(frames: Iterable[np.ndarray]) -> Motion:
     first = next(it, None)
     if first is None:
         raise ValueError("no frames to measure motion on")
-    prev = _gray(first)
-    h, w = prev.shape[:2]
-    p0 = cv2.goodFeaturesToTrack(prev, mask=None, **FEATURE_PARAMS)
+    head = sparse_flow.gray(first)
+    h, w = head.shape[:2]
+    p0 = sparse_flow.corners(head)
     n_points = 0 if p0 is None else len(p0)
     # The reference's sums are float32 (numpy keeps its float32 scalars): so are these.
     pairs, total, euclid, moved_points = 0, np.float32(0), 0.0, 0
-    for frame in (it if p0 is not None else ()):
-        gray = _gray(frame)
-        p1, st, _err = cv2.calcOpticalFlowPyrLK(prev, gray, p0, None, **LK_PARAMS)
-        if p1 is None or st is None:
-            break
-        good = st.reshape(-1) == 1
-        if not good.any():
-            break  # every point lost: average over the pairs measured so far
-        d = p1.reshape(-1, 2)[good] - p0.reshape(-1, 2)[good]
+    for before, after in sparse_flow.tracked_points(itertools.chain([head], it), first=p0):
+        d = after - before
         total = np.float32(total + np.abs(d).sum(dtype=np.float32))
         euclid += float(np.linalg.norm(d, axis=1).sum())
         moved_points += len(d)
         pairs += 1
-        p0 = p1.reshape(-1, 2)[good].reshape(-1, 1, 2)
-        prev = gray
     score = float(total / np.float32(pairs)) if pairs else 0.0
     per_point = euclid / moved_points if moved_points else 0.0
     return Motion(score, per_point / math.hypot(w, h), pairs, n_points)
@@ -115,7 +107,3 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, method: str = "r
     df = pd.DataFrame(rows, columns=COLUMNS)
     write_tsv(out, df)
     return df
-
-
-def _gray(frame: np.ndarray) -> np.ndarray:
-    return frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)

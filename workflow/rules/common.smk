@@ -9,6 +9,7 @@ from microg4m import config as _config
 from microg4m.common import units as _units
 from microg4m.engines.runtime import uses_gpu
 from microg4m.formats import download_settings as _download_settings
+from microg4m.formats import quality_rules as _quality_rules
 from microg4m.formats.decisions import read_screening
 from microg4m.formats.sources import load_sources, normalize_url
 from microg4m.release import settings as _release
@@ -167,6 +168,33 @@ def screened_clips(wildcards):
     re-runs the filter of that unit only."""
     sources = set(UNITS[wildcards.unit])
     return sorted(c for c in SCREENED if c.rsplit("_", 1)[0] in sources)
+
+
+def quality_thresholds():
+    """The filter.* thresholds on the quality scores that are set (microg4m/formats/quality_rules.py)."""
+    return {
+        k: config["filter"][k]
+        for k in _quality_rules.THRESHOLDS
+        if config["filter"][k] is not None
+    }
+
+
+def filter_settings():
+    """filter.run's settings: the filter section but the screening file, and of the
+    quality thresholds only those set (so that the default's params are what they were
+    before they existed)."""
+    out = {
+        k: v
+        for k, v in config["filter"].items()
+        if k != "screening" and k not in _quality_rules.THRESHOLDS
+    }
+    return {**out, **quality_thresholds()}
+
+
+def filter_quality(wildcards):
+    """The unit's quality scores, when a filter threshold on them is set (none: the
+    filter does not wait for the quality stage)."""
+    return [R(f"quality/{wildcards.unit}.tsv")] if quality_thresholds() else []
 
 
 def detect_scenes(wildcards):

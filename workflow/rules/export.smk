@@ -6,6 +6,7 @@ rule export:
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
         tracks=expand(R("corrected/{unit}.csv"), unit=UNITS),
         corrections=expand(R("corrected/{unit}.tsv"), unit=UNITS),
+        quality=expand(R("quality/{unit}.tsv"), unit=UNITS),
         frames=(
             expand(R("frames/{unit}.tsv"), unit=UNITS)
             if config["export"]["frames"]

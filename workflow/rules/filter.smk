@@ -4,6 +4,8 @@ rule filter:
         clips=R("clips/{unit}"),
         detections=R("detections/{unit}.parquet"),
         scenes=R("scenes/{unit}.tsv"),
+        # the quality scores, only when a filter.* threshold on them is set
+        quality=filter_quality,
     output:
         R("filter/{unit}.tsv"),
     log:
@@ -13,7 +15,7 @@ rule filter:
     conda:
         "../envs/microg4m.yaml"
     params:
-        settings={k: v for k, v in config["filter"].items() if k != "screening"},
+        settings=filter_settings(),
         screened=screened_clips,
     script:
         "../scripts/filter.py"

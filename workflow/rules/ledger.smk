@@ -6,6 +6,7 @@ rule ledger:
         clips=expand(R("clips/{unit}"), unit=UNITS),
         decisions=expand(R("filter/{unit}.tsv"), unit=UNITS),
         tracks=expand(R("corrected/{unit}.csv"), unit=UNITS),
+        quality=expand(R("quality/{unit}.tsv"), unit=UNITS),
     output:
         ledger=report(
             R("ledger.tsv"), caption="../report/ledger.rst", category="1. Funnel"

@@ -13,6 +13,7 @@ export.run(
     frames=list(snakemake.input.frames),
     notes=corrections.not_used(snakemake.params.correction_problems, snakemake.input.corrections),
     downloads=list(snakemake.input.downloads),
+    quality=list(snakemake.input.quality),
     duplicate_pairs=snakemake.input.duplicates[0] if snakemake.input.duplicates else None,
     contamination=(
         snakemake.input.contamination[0] if snakemake.input.contamination else None

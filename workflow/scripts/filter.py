@@ -9,5 +9,6 @@ clip_filter.run(
     snakemake.input.scenes,
     snakemake.output[0],
     screened=snakemake.params.screened,
+    quality=snakemake.input.quality[0] if snakemake.input.quality else None,
     **snakemake.params.settings,
 )

@@ -14,4 +14,5 @@ ledger.run(
     funnel_plot=snakemake.output.plot,
     provenance=snakemake.output.provenance,
     order=snakemake.params.order,
+    quality=list(snakemake.input.quality),
 )
