@@ -5,14 +5,15 @@ packages (microg4m.common.footage: dancer, pianist, Debian's vtest, carphone):
 
   gradual  every ordered pair of the four sources x every transition of
            microg4m.common.footage.GRADUAL (a cross-dissolve, xfade's pixel dissolve, a fade
-           through black, a wipe) x 0.5, 1.0 and 1.5 s, placed at a random frame inside
+           through black, a wipe left, a wipe up) x 0.5, 1.0 and 1.5 s, placed at a random frame inside
            the clip (seeded);
   cut      every ordered pair x 3 hard cuts at random frames;
   clean    the demo's videos (microg4m.stages.demo: dancer, pianist, zidane, carphone,
            noperson) cut into 3-s clips, and the whole of dancer, pianist and vtest cut
            into 3-s clips (no transition in any).
 
-and reports per detector (content, the paper's; transnetv2; both) the share of gradual
+and reports per detector (content, the paper's; network, TransNetV2 alone; transnetv2, the
+network with the wipes found beside it, as the scenes stage reports; both) the share of gradual
 clips with a transition found inside the transition (frames first-3 .. last+3), and of
 them marked gradual; the share of cut clips with the cut found (within one frame) and
 marked hard; the share of clean clips with no transition; and TransNetV2's cost per
@@ -42,7 +43,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as the stages run torch
 
 from common import REPO, git_rev, write_csv  # noqa: E402  (sets sys.path)
 
-from microg4m.common import media  # noqa: E402
+from microg4m.common import media, wipes  # noqa: E402
 from microg4m.common.footage import GRADUAL, NORMALIZE, footage, transition_clip  # noqa: E402
 from microg4m.engines import transnet  # noqa: E402
 from microg4m.stages import demo, scenes  # noqa: E402
@@ -51,7 +52,7 @@ SOURCES = ["dancer", "pianist", "vtest", "carphone"]
 DURATIONS = [0.5, 1.0, 1.5]
 CUTS_PER_PAIR = 3
 FRAMES = 90
-DETECTORS = ["content", "transnetv2", "both"]
+DETECTORS = ["content", "network", "transnetv2", "both"]  # network: TransNetV2 alone, without the wipes
 FLAGS = ["avx2", "avx512f", "avx512_vnni", "avx512_bf16", "avx512_fp16", "avx_vnni", "amx_tile", "amx_bf16",
          "amx_int8"]
 
@@ -138,7 +139,7 @@ def measure(clips: list[dict]) -> tuple[list[dict], dict]:
     transnet.load_model()
     transnet.predict([transnet.read_small_frames(clips[0]["path"])])  # warm-up
     cost = dict(decode_wall=0.0, decode_cpu=0.0, infer_wall=0.0, infer_cpu=0.0, content_wall=0.0,
-                content_cpu=0.0, frames=0, threads=torch.get_num_threads())
+                content_cpu=0.0, wipes_wall=0.0, wipes_cpu=0.0, frames=0, threads=torch.get_num_threads())
     rows = []
     for c in clips:
         t, p = time.perf_counter(), time.process_time()
@@ -154,8 +155,13 @@ def measure(clips: list[dict]) -> tuple[list[dict], dict]:
         content = scenes.clip_cuts(c["path"])
         cost["content_wall"] += time.perf_counter() - t
         cost["content_cpu"] += time.process_time() - p
+        t, p = time.perf_counter(), time.process_time()
+        swept = wipes.find_wipes(wipes.small_gray(c["path"]))
+        cost["wipes_wall"] += time.perf_counter() - t
+        cost["wipes_cpu"] += time.process_time() - p
         found = {"content": [transnet.Transition(x, x - 1, x - 1, False) for x in content]}
-        found["transnetv2"] = transnet.transitions(*pred)
+        found["network"] = transnet.transitions(*pred)
+        found["transnetv2"] = scenes.with_wipes(found["network"], swept)  # as the scenes stage reports them
         found["both"] = transnet.union(content, found["transnetv2"])
         row = {k: v for k, v in c.items() if k != "path"}
         for det, ts in found.items():
@@ -204,7 +210,7 @@ def report(rows: list[dict], cost: dict, machine: dict) -> tuple[str, dict]:
     lines.append("| cuts marked hard | " + " | ".join(share(cuts, f"{d}_kind_ok") for d in DETECTORS) + " |")
     n = max(1, cost["frames"])
     per = {k: 1000 * cost[k] / n for k in ("decode_wall", "decode_cpu", "infer_wall", "infer_cpu", "content_wall",
-                                            "content_cpu")}
+                                            "content_cpu", "wipes_wall", "wipes_cpu")}
     lines += ["", f"CPU: {machine['model']}, {machine['cores']} cores; instruction sets: "
               f"{', '.join(machine['flags']) or 'none of ' + ', '.join(FLAGS)}; torch {cost['threads']} threads",
               "",
@@ -213,7 +219,9 @@ def report(rows: list[dict], cost: dict, machine: dict) -> tuple[str, dict]:
               f"| decoding to 48x27 (ffmpeg, a subprocess: its CPU time not counted) | {per['decode_wall']:.2f} | "
               f"{per['decode_cpu']:.2f} |",
               f"| content detector (PySceneDetect, decoding included) | {per['content_wall']:.2f} | "
-              f"{per['content_cpu']:.2f} |"]
+              f"{per['content_cpu']:.2f} |",
+              f"| wipes (microg4m.common.wipes, decoding to 80x60 gray included) | {per['wipes_wall']:.2f} | "
+              f"{per['wipes_cpu']:.2f} |"]
     summary["cost_ms_per_frame"] = per
     return "\n".join(lines), summary
 

@@ -57,6 +57,7 @@ GRADUAL = {
     "pixel_dissolve": "dissolve",  # xfade's "dissolve": pixels switch over at random
     "fade_black": "fadeblack",  # fade out to black, then in from it
     "wipe": "wipeleft",  # the new shot slides in over the old, edge moving left
+    "wipe_up": "wipeup",  # the same, edge moving up
 }
 NORMALIZE = ("scale=640:480:force_original_aspect_ratio=decrease,pad=640:480:(ow-iw)/2:(oh-ih)/2,"
              "setsar=1,fps=30,format=yuv420p")

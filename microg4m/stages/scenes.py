@@ -3,8 +3,9 @@
 ``scenes.detector`` picks the detector: a PySceneDetect one (``content``, the paper's
 rule and the default, ``adaptive``, ``threshold``, ``hash``, ``histogram``), which finds
 hard cuts; ``transnetv2``, the shot-boundary network (microg4m.engines.transnet), which
-also finds gradual transitions (dissolves, fades) and tells them apart; or ``both``, the
-union of ``content``'s cuts and TransNetV2's transitions. The table lists every
+also finds gradual transitions (dissolves, fades) and tells them apart, with the wipes it
+misses found beside it (microg4m.common.wipes: an edge sweeping across the picture); or
+``both``, the union of ``content``'s cuts and those. The table lists every
 transition's frame and, apart, the gradual ones (microg4m.formats.scenes).
 
 PySceneDetect's default ``min_scene_len`` is 15 frames, and it also counts from the
@@ -29,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from microg4m.common import wipes
 from microg4m.common.progress import progress
 from microg4m.formats import manifest as mf
 from microg4m.common.atomic import atomic_path, write_tsv
@@ -112,11 +114,25 @@ def clip_transitions(path: str | os.PathLike, *, detector: str = "content", thre
     if predictions is None:
         predictions = transnet.predict([transnet.read_small_frames(path)])[0]
     found = transnet.transitions(*predictions, threshold=transnetv2_threshold, gradual_frames=gradual_frames)
+    found = with_wipes(found, wipes.find_wipes(wipes.small_gray(path)))
     if detector == "both":
         found = transnet.union(clip_cuts(path, detector="content", threshold=threshold,
                                          min_scene_len=min_scene_len), found)
     cuts = sorted({t.frame for t in found})
     return cuts, sorted({t.frame for t in found if t.gradual})
+
+
+def with_wipes(found: list, found_wipes: list) -> list:
+    """TransNetV2's transitions and the wipes (microg4m.common.wipes) that none of them
+    already holds (frames overlapping, give or take 3), each a gradual transition whose new
+    shot starts at the frame after its middle."""
+    from microg4m.engines.transnet import Transition
+
+    merged = list(found)
+    for w in found_wipes:
+        if not any(t.first - 3 <= w.last and w.first <= t.last + 3 for t in found):
+            merged.append(Transition(frame=(w.first + w.last) // 2 + 1, first=w.first, last=w.last, gradual=True))
+    return sorted(merged, key=lambda t: t.frame)
 
 
 CACHE_FORMAT = 1  # bump when what a cache file holds changes
