@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from microg4m.common.media import MediaError
+from microg4m.common import media
 
 SIZE = (80, 60)  # the small gray frames' width and height
 TAU = 15.0  # gray levels (0-255) a pixel changes by to count as changed
@@ -46,18 +46,8 @@ class Wipe:
 
 def small_gray(path: str | os.PathLike, size: tuple[int, int] = SIZE) -> np.ndarray:
     """Every frame of the video at ``path``, gray and scaled to ``size``, as float32 (n, h, w)."""
-    cap = cv2.VideoCapture(str(path))
-    if not cap.isOpened():
-        raise MediaError(f"{path}: cannot open video to look for wipes")
-    frames = []
-    try:
-        while True:
-            ok, frame = cap.read()
-            if not ok:
-                break
-            frames.append(cv2.resize(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY), size, interpolation=cv2.INTER_AREA))
-    finally:
-        cap.release()
+    frames = [cv2.resize(cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY), size, interpolation=cv2.INTER_AREA)
+              for frame in media.iter_frames(path)]
     return np.asarray(frames, np.float32).reshape(-1, size[1], size[0])
 
 

@@ -33,10 +33,7 @@ from microg4m.common.atomic import write_tsv
 from microg4m.common.media import MediaError, iter_frames
 from microg4m.formats.motion import COLUMNS
 
-# The reference's parameters (OpenCV's optical flow tutorial values), shared with the
-# quality stage's camera motion (microg4m/common/sparse_flow.py).
-FEATURE_PARAMS = sparse_flow.FEATURE_PARAMS
-LK_PARAMS = sparse_flow.LK_PARAMS
+# The flow runs with the reference's parameters (sparse_flow.FEATURE_PARAMS, LK_PARAMS).
 METHODS = ("reference", "normalized")
 
 
