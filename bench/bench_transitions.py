@@ -136,7 +136,7 @@ def measure(clips: list[dict]) -> tuple[list[dict], dict]:
     """Each clip's transitions by detector, and TransNetV2's and content's cost."""
     import torch
 
-    transnet.load_model()
+    transnet.load_model("cpu")
     transnet.predict([transnet.read_small_frames(clips[0]["path"])])  # warm-up
     cost = dict(decode_wall=0.0, decode_cpu=0.0, infer_wall=0.0, infer_cpu=0.0, content_wall=0.0,
                 content_cpu=0.0, wipes_wall=0.0, wipes_cpu=0.0, frames=0, threads=torch.get_num_threads())

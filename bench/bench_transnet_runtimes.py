@@ -37,7 +37,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(a.threads)
-    model = transnet.load_model()
+    model = transnet.load_model("cpu")
 
     class Outputs(torch.nn.Module):  # the two probabilities' logits as a tuple (for the exports)
         def __init__(self, net):

@@ -106,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("scenes", help="scene cuts (and gradual transitions) of the clips of a manifest")
     p.add_argument("manifest"), p.add_argument("out")
     p.add_argument("--cache", help="folder to keep TransNetV2's predictions in (detector transnetv2 or both)")
+    p.add_argument("--device", default=cfg["detect"]["device"],
+                   help=f"where TransNetV2 runs: auto, cpu, cuda, cuda:N (default: detect.device, {cfg['detect']['device']})")
     _add_options(p, cfg, "scenes")
 
     p = sub.add_parser("filter", help="keep/reject decisions from detections and cuts")
@@ -332,7 +334,7 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
     if stage == "scenes":
         from microg4m.stages import scenes
 
-        return scenes.run(args.manifest, args.out, cache=args.cache, **_settings(args, cfg, "scenes"))
+        return scenes.run(args.manifest, args.out, cache=args.cache, device=args.device, **_settings(args, cfg, "scenes"))
     if stage == "filter":
         from microg4m.formats.decisions import read_screening
         from microg4m.stages import filter as clip_filter

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from conftest import get_footage, make_clip, manifest_rows
 from microg4m import config
@@ -164,3 +165,23 @@ def test_bad_settings_are_named():
         scenes.check("transnetv2", transnetv2_threshold=0)
     with pytest.raises(ValueError, match=r"scenes\.gradual_frames = 1"):
         scenes.check("both", gradual_frames=1)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_the_device_is_detects_and_cuda_without_a_gpu_is_named(clips, tmp_path):
+    """TransNetV2 runs where detect.device says: auto is the CPU here, and CUDA asked for on
+    a machine without it stops the job before any decoding, naming the setting; the
+    PySceneDetect detectors ignore it; the CPU's cache key is what it was."""
+    assert transnet.torch_device("auto") == transnet.torch_device("cpu") == "cpu"
+    assert transnet.batch_for("cpu") == transnet.BATCH and transnet.batch_for("cuda:0") == transnet.CUDA_BATCH
+    for bad, reason in (("cuda", "has no CUDA device"), ("cuda:1", "has no CUDA device"), ("mps", "cpu, cuda")):
+        with pytest.raises(ValueError, match=rf"detect\.device = '{bad}'.*{reason}"):
+            transnet.torch_device(bad)
+    manifest = clips["src_000"].parent / "manifest.tsv"
+    out = tmp_path / "scenes.tsv"
+    with pytest.raises(ValueError, match=r"detect\.device = 'cuda'"):
+        scenes.run(manifest, out, detector="transnetv2", device="cuda")
+    assert not out.exists()
+    scenes.run(manifest, out, device="cuda")  # content: no network, no device
+    assert read_scenes(out)["cuts"].tolist() == [[], [], [61], []]
+    assert scenes.PredictionCache(tmp_path, "cpu").folder == scenes.PredictionCache(tmp_path).folder

@@ -100,13 +100,18 @@ def job_resources(proc) -> dict[str, set[str]]:
 
 def test_only_jobs_that_use_a_gpu_take_the_gpu_resource(tmp_path):
     """detector and detect on a GPU; track only with a ReID model on a GPU (track.device),
-    never for BoT-SORT alone, which runs on the CPU."""
+    never for BoT-SORT alone, which runs on the CPU; scenes only with TransNetV2 (it runs
+    where detect runs), never for PySceneDetect."""
     rows = "".join(f"s{i}\thttp://127.0.0.1:9/s{i}.mp4\tr\n" for i in range(4))
     wd = make_workdir(tmp_path, sources="source_id\turl\tclip_type\n" + rows,
                       config={"sources_per_job": "auto", "detect": {"device": "cuda:0"}})
     got = job_resources(snakemake(wd, "-n"))
-    assert got["detect"] == got["detector"] == {"1"} and got["track"] == {"0"}
+    assert got["detect"] == got["detector"] == {"1"} and got["track"] == got["scenes"] == {"0"}
     set_config(wd, "track", tracker="boxmot", reid_weights="reid.pt", device="cpu")
     assert job_resources(snakemake(wd, "-n"))["track"] == {"0"}  # a ReID model on the CPU
     set_config(wd, "track", device="cuda")
     assert job_resources(snakemake(wd, "-n"))["track"] == {"1"}
+    set_config(wd, "scenes", detector="transnetv2")
+    assert job_resources(snakemake(wd, "-n"))["scenes"] == {"1"}
+    set_config(wd, "detect", device="cpu")
+    assert job_resources(snakemake(wd, "-n"))["scenes"] == {"0"}

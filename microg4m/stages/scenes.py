@@ -14,9 +14,10 @@ hidden. The setting ``scenes.min_scene_len`` (1 by default) makes every cut coun
 
 TransNetV2's probabilities per frame are kept per unit in a cache folder (``cache``,
 results/cache/scenes in the workflow) under the clip file's sha256 and a key of the
-package's and torch's versions and the inference windows, so that a change of its threshold, of
-``gradual_frames`` or of the detector between ``transnetv2`` and ``both`` does not run the
-network again.
+package's and torch's versions and the inference windows (on CUDA also the GPU's model), so
+that a change of its threshold, of ``gradual_frames`` or of the detector between
+``transnetv2`` and ``both`` does not run the network again. The network runs where detect
+runs (``detect.device``: the CPU, or a CUDA device).
 """
 
 from __future__ import annotations
@@ -99,12 +100,14 @@ def clip_cuts(path: str | os.PathLike, *, detector: str = "content", threshold: 
 
 def clip_transitions(path: str | os.PathLike, *, detector: str = "content", threshold: float = 40.0,
                      min_scene_len: int = 1, transnetv2_threshold: float = 0.5, gradual_frames: int = 3,
-                     predictions: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[int], list[int]]:
+                     predictions: tuple[np.ndarray, np.ndarray] | None = None,
+                     device: str = "cpu") -> tuple[list[int], list[int]]:
     """``(cuts, gradual)`` of the video at ``path``: the 1-based frames at which a new shot
     starts (for a gradual transition, the frame after its middle), and those of them that
     are gradual transitions (see the module's docstring).
 
-    ``predictions``: TransNetV2's ``(single, many)`` for the clip when already known.
+    ``predictions``: TransNetV2's ``(single, many)`` for the clip when already known; else
+    the network runs on ``device`` (a torch device name: transnet.torch_device).
     """
     from microg4m.engines import transnet
 
@@ -112,7 +115,7 @@ def clip_transitions(path: str | os.PathLike, *, detector: str = "content", thre
     if detector not in NETWORK:
         return clip_cuts(path, detector=detector, threshold=threshold, min_scene_len=min_scene_len), []
     if predictions is None:
-        predictions = transnet.predict([transnet.read_small_frames(path)])[0]
+        predictions = transnet.predict([transnet.read_small_frames(path)], device=device)[0]
     found = transnet.transitions(*predictions, threshold=transnetv2_threshold, gradual_frames=gradual_frames)
     found = with_wipes(found, wipes.find_wipes(wipes.small_gray(path)))
     if detector == "both":
@@ -141,7 +144,7 @@ CACHE_FORMAT = 1  # bump when what a cache file holds changes
 class PredictionCache:
     """TransNetV2's ``(single, many)`` per clip sha256, one ``.npz`` per unit under a key folder."""
 
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike, device: str = "cpu"):
         import torch
 
         from microg4m.engines import transnet
@@ -150,6 +153,10 @@ class PredictionCache:
                         torch=torch.__version__,
                         window=transnet.WINDOW, step=transnet.STEP, pad=transnet.PAD,
                         size=[transnet.WIDTH, transnet.HEIGHT])
+        if str(device).startswith("cuda"):  # a GPU's kernels round differently (the CPU's key is unchanged)
+            from microg4m.engines import runtime as rt
+
+            settings["hardware"] = rt.device_tag(device)
         text = json.dumps(settings, sort_keys=True)
         self.folder = Path(folder) / f"transnetv2-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
         self.settings = text
@@ -178,13 +185,14 @@ class PredictionCache:
 
 
 def predictions_of(paths: dict[str, Path], cache: str | os.PathLike | None = None,
-                   unit: str = "") -> dict[str, tuple[np.ndarray, np.ndarray]]:
+                   unit: str = "", device: str = "cpu") -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """TransNetV2's predictions for each clip (clip id -> file), from ``cache`` where it
-    has them; the clips it lacks are run (batched) and kept there (only this unit's clips)."""
+    has them; the clips it lacks are run (batched, on ``device``, a torch device name) and
+    kept there (only this unit's clips)."""
     from microg4m.engines import runtime as rt
     from microg4m.engines import transnet
 
-    store = PredictionCache(cache) if cache else None
+    store = PredictionCache(cache, device) if cache else None
     known = store.load(unit) if store else {}
     shas = {clip: rt.sha256(path) for clip, path in paths.items()} if store else {}
     out, todo = {}, []
@@ -193,25 +201,28 @@ def predictions_of(paths: dict[str, Path], cache: str | os.PathLike | None = Non
             out[clip] = known[shas[clip]]
         else:
             todo.append(clip)
-    group = 8  # clips decoded, then run, together
+    group = 8 if device == "cpu" else 32  # clips decoded, then run, together
     for i in range(0, len(todo), group):
         chunk = todo[i:i + group]
         frames = [transnet.read_small_frames(paths[c]) for c in chunk]
-        for clip, pred in zip(chunk, transnet.predict(frames)):
+        for clip, pred in zip(chunk, transnet.predict(frames, device=device)):
             out[clip] = pred
     if store and (todo or set(known) != set(shas.values())):
         store.save(unit, {shas[c]: out[c] for c in paths})
-    logging.getLogger(__name__).info("TransNetV2: %d clips run, %d from the cache", len(todo), len(paths) - len(todo))
+    logging.getLogger(__name__).info("TransNetV2 on %s: %d clips run, %d from the cache", device, len(todo),
+                                     len(paths) - len(todo))
     return out
 
 
 def run(manifest: str | os.PathLike, out: str | os.PathLike, *, detector: str = "content",
         threshold: float = 40.0, min_scene_len: int = 1, transnetv2_threshold: float = 0.5,
         gradual_frames: int = 3, cache: str | os.PathLike | None = None,
-        threads: int | None = None) -> pd.DataFrame:
+        threads: int | None = None, device: str = "cpu") -> pd.DataFrame:
     """Transitions of every ok clip of ``manifest``; writes ``out`` (TSV ``clip_id, cuts,
     gradual``) and returns it. ``cache``: TransNetV2's cache folder (none: not kept);
-    ``threads``: torch's threads for TransNetV2 (none: torch's default)."""
+    ``threads``: torch's threads for TransNetV2 on the CPU (none: torch's default);
+    ``device``: where TransNetV2 runs (``detect.device``: cpu, cuda, cuda:N or auto; CUDA
+    asked for on a machine without it is an error naming the setting)."""
     settings = dict(detector=detector, threshold=threshold, min_scene_len=min_scene_len,
                     transnetv2_threshold=transnetv2_threshold, gradual_frames=gradual_frames)
     check(**settings)  # bad settings fail before any decoding
@@ -223,14 +234,16 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, detector: str = 
         paths[clip] = path
     preds = {}
     if detector in NETWORK:
+        from microg4m.engines import transnet
         from microg4m.engines.model import passive_openmp
 
         passive_openmp()  # before torch loads
+        dev = transnet.torch_device(device)  # a bad device fails before any decoding
         if threads:
             import torch
 
             torch.set_num_threads(int(threads))
-        preds = predictions_of(paths, cache, unit=Path(manifest).parent.name)  # clips/{unit}/manifest.tsv
+        preds = predictions_of(paths, cache, unit=Path(manifest).parent.name, device=dev)  # clips/{unit}/manifest.tsv
     rows = []
     for clip in progress(list(paths), "scenes"):
         cuts, gradual = clip_transitions(paths[clip], predictions=preds.get(clip), **settings)

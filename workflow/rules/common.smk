@@ -215,11 +215,26 @@ def scenes_cache(wildcards):
     return [ancient(R("cache/scenes"))] if transnetv2_on() else []
 
 
+def scenes_settings():
+    """The scenes job's settings: config's scenes section, and with TransNetV2 the device it
+    runs on (detect.device: the GPU detect runs on, or the CPU)."""
+    if not transnetv2_on():
+        return config["scenes"]
+    return {**config["scenes"], "device": config["detect"]["device"]}
+
+
+# TransNetV2 on the GPU detect runs on takes the `gpu` resource too
+SCENES_ON_GPU = transnetv2_on() and DETECT_ON_GPU
+
+
 def scenes_threads():
-    """Threads of one scenes job: 1 for PySceneDetect; for TransNetV2 (torch on the CPU)
-    the cores shared out over the units, as for detect on a CPU (at most 8)."""
+    """Threads of one scenes job: 1 for PySceneDetect; for TransNetV2 on a GPU 2 (decoding
+    beside it); on the CPU the cores shared out over the units, as for detect on a CPU (at
+    most 8)."""
     if not transnetv2_on():
         return 1
+    if SCENES_ON_GPU:
+        return 2
     try:
         cores = workflow.cores
     except WorkflowError:  # a dry run without --cores

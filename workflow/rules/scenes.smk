@@ -13,7 +13,11 @@ rule scenes:
     conda:
         "../envs/microg4m.yaml"
     threads: scenes_threads()
+    resources:
+        # TransNetV2 runs where detect runs: on a GPU it takes the `gpu` resource as detect does
+        gpu=1 if SCENES_ON_GPU else 0,
     params:
-        settings=config["scenes"],
+        # with TransNetV2 also detect.device (absent for PySceneDetect: the paper's params as they were)
+        settings=scenes_settings(),
     script:
         "../scripts/scenes.py"
