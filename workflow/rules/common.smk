@@ -197,6 +197,12 @@ def filter_quality(wildcards):
     return [R(f"quality/{wildcards.unit}.tsv")] if quality_thresholds() else []
 
 
+def detect_quality(wildcards):
+    """The unit's quality scores, when detect skips the clips a quality threshold rejects
+    (detect.skip_rejected and a filter.* threshold on them set)."""
+    return filter_quality(wildcards) if config["detect"]["skip_rejected"] else []
+
+
 def detect_scenes(wildcards):
     """The unit's cuts, when detect skips the clips they reject (detect.skip_rejected)."""
     return (
@@ -296,6 +302,8 @@ def rejection_params(wildcards):
         min_person_share=f["min_person_share"],
         max_cuts=f["max_cuts"],
         screened=screened_clips(wildcards),
+        # the quality thresholds that are set (none by default: the params as they were)
+        **quality_thresholds(),
     )
 
 

@@ -5,6 +5,8 @@ rule detect:
         detector=R("models/detector.json"),
         # detect.skip_rejected: the cuts, to skip the clips the filter rejects for them
         scenes=detect_scenes,
+        # ... and the quality scores, to skip the clips a filter.* threshold on them rejects
+        quality=detect_quality,
         # kept across re-runs (rules/cache.smk): exported models, and every frame YOLO ran on
         models=ancient(R("cache/models")),
         frame_cache=ancient(R("cache/detect")),
