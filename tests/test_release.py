@@ -311,6 +311,28 @@ def test_the_command_line_writes_the_same_release_byte_for_byte(demo, v1):
     assert first == second  # and every other file
 
 
+def test_the_clips_table_carries_the_quality_scores_of_the_export(demo, v1):
+    """Every released clip's quality scores in data/clips are the export's clips.csv's (the
+    quality tables' values), typed: counts as integers, scores as floats, camera as text;
+    the card and Croissant describe the same columns."""
+    from microg4m.formats.clips_table import COUNTS, SCORES, read_clips_table
+
+    export = read_clips_table(demo / RESULTS / "export" / "clips.csv").set_index("clip_id")
+    clips = pd.concat(pq.read_table(p).to_pandas() for p in (v1 / "data" / "clips").glob("*.parquet"))
+    clips = clips.set_index("video_id").sort_index()
+    assert len(clips) == len(export_splits(demo)) and set(SCORES) <= set(clips.columns)
+    assert clips[SCORES].notna().all().all(), "every released clip was scored"
+    expected = export.loc[clips.index, SCORES]
+    for col in SCORES:
+        got = clips[col].tolist()
+        want = expected[col].astype(int).tolist() if col in COUNTS else expected[col].tolist()
+        assert got == want, col
+    assert (clips["transitions"] == 0).all() and set(clips["camera"]) <= {"static", "pan", "tilt", "zoom", "shake"}
+    fields = {f["@id"] for rs in json.loads((v1 / "croissant.json").read_text())["recordSet"]
+              if rs["@id"] == "clips" for f in rs["field"]}
+    assert {f"clips/{c}" for c in SCORES} <= fields
+
+
 # ---------------------------------------------------------------- videos by licence
 
 

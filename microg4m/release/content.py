@@ -21,6 +21,7 @@ import pandas as pd
 
 from microg4m.formats import labels, provenance, split_duplicates, splits
 from microg4m.formats.ava import read_boxes, read_labels
+from microg4m.formats.clips_table import SCORES, read_clips_table
 from microg4m.formats.results_index import Clip, ResultsIndex
 from microg4m.release import licences as licence_rules
 from microg4m.release.history import Previous
@@ -41,6 +42,7 @@ class ExportData:
     keyframes: pd.DataFrame  # boxes.csv
     sources: pd.DataFrame  # sources.csv
     label_map: pd.DataFrame
+    scores: dict[str, dict] = field(default_factory=dict)  # clips.csv: clip -> its quality scores
 
 
 def read_export(folder: str | os.PathLike) -> ExportData:
@@ -49,9 +51,13 @@ def read_export(folder: str | os.PathLike) -> ExportData:
     sources = folder / "sources.csv"
     if not sources.is_file():
         raise ValueError(f"{sources}: not written; the export had no download tables (run the workflow's export)")
+    clips_csv = folder / "clips.csv"  # absent in an export made before the quality scores
+    scores = (read_clips_table(clips_csv).set_index("clip_id")[SCORES].to_dict("index")
+              if clips_csv.is_file() else {})
     return ExportData(folder, splits.read_split_ids(folder / "splits"),
                       read_labels(ava_path) if ava_path.is_file() else None, read_boxes(folder / "boxes.csv"),
-                      provenance.read_sources_csv(sources), labels.read_label_map(folder / "label_map.pbtxt"))
+                      provenance.read_sources_csv(sources), labels.read_label_map(folder / "label_map.pbtxt"),
+                      scores)
 
 
 @dataclass
@@ -66,6 +72,14 @@ class Content:
     #   this release leaves out (of the previous release, else of the export)
     removed: dict[str, str]  # clip of the previous release no longer in the export -> its split then
     notes: list[str] = field(default_factory=list)  # warnings for the log and CHANGES.md
+
+
+def _scores(row: dict | None) -> dict:
+    """A clip's quality scores for the clips table: None (null) for those it lacks, an empty camera."""
+    row = row or {}
+    out = {k: (None if pd.isna(v) else v) for k, v in ((k, row.get(k)) for k in SCORES)}
+    out["camera"] = out["camera"] or ""
+    return out
 
 
 def _groups(clips: dict[str, Clip], split: dict, pairs_path, notes: list[str]) -> dict[str, str] | None:
@@ -151,6 +165,10 @@ def build(*, index: ResultsIndex, export: ExportData, captions: list[dict] | Non
     tables = {}
     url_of, licence_of = dict(zip(src["source_id"], src["url"])), dict(zip(src["source_id"], src["license"]))
     cl = []
+    unscored = sorted(c for c in clips if c not in export.scores)
+    if unscored:
+        notes.append(f"{len(unscored)} clip(s) without quality scores in the export's clips.csv (e.g. {unscored[0]}): "
+                     "their score columns are empty")
     for cid, clip in clips.items():
         s = assignment[cid]
         video = f"videos/{s}/{cid}.mp4" if with_video.get(clip.source_id, False) else ""
@@ -158,7 +176,8 @@ def build(*, index: ResultsIndex, export: ExportData, captions: list[dict] | Non
                    "start_s": clip.seq * CLIP_SECONDS, "end_s": clip.seq * CLIP_SECONDS + CLIP_SECONDS,
                    "frames": clip.frames, "width": clip.width, "height": clip.height,
                    "license": licence_of.get(clip.source_id, licence_rules.NOT_REPORTED),
-                   "source_url": url_of.get(clip.source_id, ""), "video": video, "faces_blurred": False, "split": s})
+                   "source_url": url_of.get(clip.source_id, ""), "video": video, "faces_blurred": False, "split": s,
+                   **_scores(export.scores.get(cid))})
     tables["clips"] = pd.DataFrame(cl, columns=[*TABLES["clips"].names, "split"])
 
     if export.ava is not None:

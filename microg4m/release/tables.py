@@ -52,6 +52,23 @@ _ARROW = {"string": pa.string(), "int": pa.int32(), "float": pa.float64(), "bool
 
 VIDEO_ID = Column("video_id", "string", "Clip id: the source's id and seq (3 digits) joined by an underscore; the "
                   "clip holds seconds 3*seq to 3*seq+3 of the source video.")
+_UNSCORED = " Empty (null) for a clip the quality stage did not score."
+# the quality scores of a clip (microg4m.formats.quality), as the export's clips.csv has them
+_SCORES = (
+    Column("transitions", "int", "Shot transitions the scenes stage found in the clip (scenes.detector's; 0 for "
+           "every released clip unless filter.max_cuts allows some)." + _UNSCORED),
+    Column("gradual", "int", "How many of them are gradual (dissolves, fades, wipes)." + _UNSCORED),
+    Column("text_share", "float", "Share (0-1) of the frames searched for text on which burnt-in text covers at "
+           "least quality.text_min_area of the picture." + _UNSCORED),
+    Column("text_area", "float", "Mean share (0-1) of the picture covered by text on those frames." + _UNSCORED),
+    Column("camera", "string", "Camera motion: static, pan, tilt, zoom, shake, or unknown (no trackable points); "
+           "empty for a clip not scored."),
+    Column("camera_magnitude", "float", "Mean shift of the frame's corners, as a share of the frame diagonal per "
+           "frame." + _UNSCORED),
+    Column("sharpness", "float", "Mean variance of the Laplacian over the variance of the gray levels." + _UNSCORED),
+    Column("exposure", "float", "Mean luma (0-1)." + _UNSCORED),
+    Column("clipped", "float", "Mean share (0-1) of crushed or blown pixels." + _UNSCORED),
+)
 _BOX_NORM = "normalised to [0, 1] by the frame size, 3 decimals"
 _BOX_PIX = "pixels, 2 decimals"
 
@@ -101,6 +118,7 @@ TABLES: dict[str, Table] = {t.name: t for t in (
               Column("video", "string", "The clip's H.264 mp4 in this repository (videos/SPLIT/CLIP.mp4); "
                      "empty when the source's licence does not allow redistribution."),
               Column("faces_blurred", "bool", "Faces in the video file were blurred (release.blur_faces)."),
+              *_SCORES,
           ), ("video_id",)),
     Table("sources", "The source videos of the released clips, with their provenance.", (
         Column("source_id", "string", "The source's id."),
@@ -133,7 +151,7 @@ def schema(table: Table) -> pa.Schema:
 def frame(table: Table, rows) -> pd.DataFrame:
     """Rows (a DataFrame or records) as the table's columns and types, sorted by its key."""
     df = pd.DataFrame(rows, columns=table.names) if not isinstance(rows, pd.DataFrame) else rows[table.names]
-    kinds = {"string": str, "int": "int64", "float": "float64", "bool": bool}
+    kinds = {"string": str, "int": "Int64", "float": "float64", "bool": bool}  # Int64: a null where unknown
     df = df.astype({c.name: kinds[c.kind] for c in table.columns})
     return df.sort_values(list(table.key), kind="stable").reset_index(drop=True)
 

@@ -31,10 +31,11 @@ from microg4m.report import datasheet, stats
 from microg4m.formats import labels, proposals, split_duplicates, splits
 from microg4m.common.atomic import atomic_path, write_text, write_tsv
 from microg4m.formats.clips import Report, load_clips
+from microg4m.formats.clips_table import COLUMNS as CLIPS_COLUMNS
+from microg4m.formats.clips_table import SCORES
 from microg4m.formats.ava import SPLIT_FILES
 from microg4m.formats.labels import MAX_ACTIONS
 from microg4m.formats.frame_lists import write_frame_lists
-from microg4m.formats.quality import COLUMNS as QUALITY_COLUMNS
 from microg4m.formats.quality import read_quality
 from microg4m.formats.tracks import BOX, read_tracks
 from microg4m.formats.tracks import COLUMNS as TRACK_COLUMNS
@@ -216,13 +217,13 @@ def _frames(done_lists, assignment, out: Path, report: Report) -> int:
     return linked
 
 
-CLIPS_COLUMNS = ["clip_id", "source_id", "clip_type", "kept", "split", "reason", *QUALITY_COLUMNS[1:]]
 
 
 def write_clips_table(path: Path, clips: pd.DataFrame, assignment: dict, quality: list, report) -> int:
-    """``clips.csv``: one row per clip that trim accepted (kept or rejected), its split
-    (empty when not in the dataset), the filter's reason and its quality scores as the
-    quality tables write them (empty where a table is missing or unreadable)."""
+    """``clips.csv`` (microg4m.formats.clips_table): one row per clip that trim accepted
+    (kept or rejected), its split (empty when not in the dataset), the filter's reason and
+    its quality scores as the quality tables write them (empty where a table is missing or
+    unreadable)."""
     scores = {}
     for table in sorted(map(str, quality)):
         try:
@@ -231,7 +232,7 @@ def write_clips_table(path: Path, clips: pd.DataFrame, assignment: dict, quality
         except (OSError, ValueError, pd.errors.ParserError) as exc:
             report.add(table, "", f"unreadable quality table ({type(exc).__name__}: {exc}); its scores left empty")
             continue
-        scores.update(frame.set_index("clip_id")[QUALITY_COLUMNS[1:]].to_dict("index"))
+        scores.update(frame.set_index("clip_id")[SCORES].to_dict("index"))
     ok = clips[clips["status"] == "ok"]
     rows = []
     for r in ok.itertuples(index=False):
