@@ -29,6 +29,7 @@ Prints a Markdown table and writes bench/out/transitions/summary.json and clips.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import os
@@ -136,10 +137,13 @@ def measure(clips: list[dict]) -> tuple[list[dict], dict]:
     """Each clip's transitions by detector, and TransNetV2's and content's cost."""
     import torch
 
-    transnet.load_model("cpu")
-    transnet.predict([transnet.read_small_frames(clips[0]["path"])])  # warm-up
+    threads = torch.get_num_threads()
+    # the stage's runtime (OpenVINO on the CPU), with the same threads as torch's
+    infer = functools.partial(transnet.predict, runtime=transnet.runtime_for("cpu"), threads=threads)
+    infer([transnet.read_small_frames(clips[0]["path"])])  # warm-up (and the ONNX export, once)
     cost = dict(decode_wall=0.0, decode_cpu=0.0, infer_wall=0.0, infer_cpu=0.0, content_wall=0.0,
-                content_cpu=0.0, wipes_wall=0.0, wipes_cpu=0.0, frames=0, threads=torch.get_num_threads())
+                content_cpu=0.0, wipes_wall=0.0, wipes_cpu=0.0, frames=0, threads=threads,
+                runtime=transnet.runtime_for("cpu"))
     rows = []
     for c in clips:
         t, p = time.perf_counter(), time.process_time()
@@ -147,7 +151,7 @@ def measure(clips: list[dict]) -> tuple[list[dict], dict]:
         cost["decode_wall"] += time.perf_counter() - t
         cost["decode_cpu"] += time.process_time() - p
         t, p = time.perf_counter(), time.process_time()
-        pred = transnet.predict([small])[0]
+        pred = infer([small])[0]
         cost["infer_wall"] += time.perf_counter() - t
         cost["infer_cpu"] += time.process_time() - p
         cost["frames"] += len(small)
@@ -212,10 +216,10 @@ def report(rows: list[dict], cost: dict, machine: dict) -> tuple[str, dict]:
     per = {k: 1000 * cost[k] / n for k in ("decode_wall", "decode_cpu", "infer_wall", "infer_cpu", "content_wall",
                                             "content_cpu", "wipes_wall", "wipes_cpu")}
     lines += ["", f"CPU: {machine['model']}, {machine['cores']} cores; instruction sets: "
-              f"{', '.join(machine['flags']) or 'none of ' + ', '.join(FLAGS)}; torch {cost['threads']} threads",
+              f"{', '.join(machine['flags']) or 'none of ' + ', '.join(FLAGS)}; {cost['threads']} threads",
               "",
               "| per frame (ms) | wall | process CPU |", "|---|---|---|",
-              f"| TransNetV2 inference (FP32, torch) | {per['infer_wall']:.2f} | {per['infer_cpu']:.2f} |",
+              f"| TransNetV2 inference (FP32, {cost['runtime']}) | {per['infer_wall']:.2f} | {per['infer_cpu']:.2f} |",
               f"| decoding to 48x27 (ffmpeg, a subprocess: its CPU time not counted) | {per['decode_wall']:.2f} | "
               f"{per['decode_cpu']:.2f} |",
               f"| content detector (PySceneDetect, decoding included) | {per['content_wall']:.2f} | "
@@ -230,7 +234,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "transitions")
     ap.add_argument("--quick", action="store_true", help="1 duration, every third pair, the demo's clean clips")
-    ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="inference threads, torch's and OpenVINO's (0: torch's default)")
     args = ap.parse_args()
     if args.threads:
         import torch
@@ -243,7 +248,8 @@ def main() -> None:
     machine = cpu()
     table, summary = report(rows, cost, machine)
     write_csv(args.out / "clips.csv", rows)
-    summary.update(machine=machine, threads=cost["threads"], commit=git_rev(), python=sys.version.split()[0],
+    summary.update(machine=machine, threads=cost["threads"], runtime=cost["runtime"], commit=git_rev(),
+                   python=sys.version.split()[0],
                    package=f"{transnet.PACKAGE}=={transnet.version()}", build_seconds=round(built, 1),
                    measure_seconds=round(time.perf_counter() - t0 - built, 1), quick=args.quick)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

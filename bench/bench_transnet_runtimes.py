@@ -7,8 +7,8 @@ CPU time per frame and the largest difference of the probabilities from torch's.
 The clips are made with ffmpeg from the package footage (dancer -> pianist, dissolves at
 different frames); each runs as the stage runs it (the authors' windows: 100 frames every
 50, two windows a pass). ONNX Runtime runs torch's ONNX export (TorchScript exporter);
-OpenVINO converts the torch model itself (``openvino.convert_model``), and a conversion
-that fails is printed as such. The CPU's instruction sets are printed with the figures.
+OpenVINO converts the torch model itself (``openvino.convert_model``) and, apart, reads
+that ONNX file; a conversion that fails is printed as such. The CPU's instruction sets are printed with the figures.
 """
 
 from __future__ import annotations
@@ -77,13 +77,22 @@ def main() -> None:
             runners["ONNX Runtime (FP32)"] = lambda x: tuple(session.run(None, {"x": x}))
         except Exception as exc:  # noqa: BLE001  (reported, not fatal: a benchmark of what works)
             failures["ONNX Runtime (FP32)"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        ov_config = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": a.threads,
+                     "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}
+        if "ONNX Runtime (FP32)" in runners:  # OpenVINO reads the same ONNX file too
+            try:
+                import openvino as ov
+
+                from_onnx = ov.Core().compile_model(ov.convert_model(str(path)), "CPU", ov_config)
+                runners["OpenVINO (FP32, from the ONNX export)"] = lambda x: tuple(from_onnx(x).values())
+            except Exception as exc:  # noqa: BLE001
+                failures["OpenVINO (FP32, from the ONNX export)"] = \
+                    f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"
         try:
             import openvino as ov
 
             converted = ov.convert_model(wrapped, example_input=torch.from_numpy(batches[0]))
-            compiled = ov.Core().compile_model(converted, "CPU", {
-                "INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": a.threads, "PERFORMANCE_HINT": "LATENCY",
-                "ENABLE_CPU_PINNING": False})
+            compiled = ov.Core().compile_model(converted, "CPU", ov_config)
             runners["OpenVINO (FP32)"] = lambda x: tuple(compiled(x).values())
         except Exception as exc:  # noqa: BLE001
             failures["OpenVINO (FP32)"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"

