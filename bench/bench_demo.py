@@ -60,7 +60,9 @@ def decisions(work: Path) -> str:
     """Clips kept, and the rejected ones by the filter's reason."""
     import pandas as pd
 
-    tables = [pd.read_csv(p, sep="\t", dtype=str) for p in sorted((work / "results" / "filter").glob("*.tsv"))]
+    from microg4m.formats.decisions import read_decisions
+
+    tables = [read_decisions(p) for p in sorted((work / "results" / "filter").glob("*.tsv"))]
     reasons = pd.concat(tables)["reason"].value_counts() if tables else pd.Series(dtype=int)
     rejected = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items()) if r != "kept")
     return f"{int(reasons.get('kept', 0))} kept" + (f"; rejected: {rejected}" if rejected else "")

@@ -171,7 +171,7 @@ def test_bad_settings_are_named():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
-def test_the_device_is_detects_and_cuda_without_a_gpu_is_named(clips, tmp_path):
+def test_transnetv2_runs_on_detects_device_and_cuda_without_a_gpu_is_named(clips, tmp_path):
     """TransNetV2 runs where detect.device says: auto is the CPU here, and CUDA asked for on
     a machine without it stops the job before any decoding, naming the setting; the
     PySceneDetect detectors ignore it; the CPU's cache key is what it was."""

@@ -14,7 +14,7 @@ and enough copies of the last, windows of 100 frames every 50, the middle 50 of 
 Windows of several clips run in one batch: 2 on a CPU, 32 on CUDA (``batch_for``).
 
 On the CPU OpenVINO runs it at FP32, as it runs detect: the network is exported to ONNX
-once (torch's exporter, about 5 CPU-seconds; kept in the export cache, see openvino_model)
+once (torch's exporter, about 6 CPU-seconds; kept in the export cache, see openvino_model)
 and OpenVINO compiles that file in each process (about 1 CPU-second). It costs less CPU
 time a frame than torch, with logits within 10^-5 of torch's (bench/bench_transnet_runtimes.py,
 docs/benchmarks.md); OpenVINO cannot convert the torch model itself, and ONNX Runtime ran
@@ -61,17 +61,6 @@ def runtime_for(device: str) -> str:
     return "openvino" if importlib.util.find_spec("openvino") is not None else "torch"
 
 
-def runtime_tag(runtime: str) -> str:
-    """The runtime and its version (a key of cached predictions)."""
-    if runtime == "openvino":
-        import openvino
-
-        return f"openvino {openvino.__version__}"
-    import torch
-
-    return f"torch {torch.__version__}"
-
-
 @dataclass(frozen=True)
 class Transition:
     """One transition: 1-based frames ``first``..``last`` inside it (as the network marks
@@ -100,9 +89,9 @@ def torch_device(device: str = "cpu") -> str:
     asking for CUDA on a machine without it is an error naming the setting."""
     import torch
 
-    name = str(device).strip().lower()
-    if name == "auto":
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
+    from microg4m.engines.runtime import select_device
+
+    name = select_device(device)  # auto: cuda:0 where CUDA is, else cpu (as detect resolves it)
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
             raise ValueError(f"detect.device = {device!r} (TransNetV2 runs where detect runs): this machine "
@@ -140,7 +129,7 @@ def load_model(device: str = "cpu"):
     return model.eval()
 
 
-def _exportable():
+def logits_module():
     """The network as a module whose outputs are a tuple of the two logits (for the ONNX export)."""
     import torch
 
@@ -177,7 +166,7 @@ def onnx_file(folder: str | os.PathLike) -> "os.PathLike":
         with atomic_path(path, suffix=".onnx") as tmp, warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the tracer's notes on the network's Python control flow
             # the TorchScript exporter (dynamo=False): the dynamo one needs onnxscript
-            torch.onnx.export(_exportable(), (example,), str(tmp), input_names=["frames"],
+            torch.onnx.export(logits_module(), (example,), str(tmp), input_names=["frames"],
                               output_names=["single", "many"], dynamic_axes={"frames": {0: "windows"}},
                               dynamo=False)
     return path

@@ -10,8 +10,8 @@ import os
 
 import pandas as pd
 
-from microg4m.formats.quality import CAMERA, COUNTS, NUMBERS  # noqa: F401 (COUNTS: the integer scores)
 from microg4m.formats.quality import COLUMNS as QUALITY_COLUMNS
+from microg4m.formats.quality import COUNTS, typed_scores  # noqa: F401 (COUNTS: the integer scores)
 
 SCORES = QUALITY_COLUMNS[1:]  # transitions ... clipped
 COLUMNS = ["clip_id", "source_id", "clip_type", "kept", "split", "reason", *SCORES]
@@ -27,16 +27,7 @@ def read_clips_table(path: str | os.PathLike) -> pd.DataFrame:
         raise ValueError(f"{path}: not the export's clips table (missing columns {missing})")
     if df["clip_id"].duplicated().any():
         raise ValueError(f"{path}: clip {df.loc[df['clip_id'].duplicated(), 'clip_id'].iloc[0]} is listed twice")
-    bad = sorted(set(df["camera"]) - set(CAMERA) - {""})
-    if bad:
-        raise ValueError(f"{path}: unknown camera classes {bad}")
-    for col in NUMBERS + COUNTS:
-        values = pd.to_numeric(df[col].replace("", None), errors="coerce")
-        wrong = values.isna() & (df[col] != "")
-        if wrong.any():
-            raise ValueError(f"{path}: clip {df.loc[wrong, 'clip_id'].iloc[0]}: {col} is not a number "
-                             f"({df.loc[wrong, col].iloc[0]!r})")
-        df[col] = values.astype("Int64") if col in COUNTS else values.astype(float)
+    df = typed_scores(df, path, blanks=True)
     df["kept"] = df["kept"].map({"1": True, "0": False})
     if df["kept"].isna().any():
         raise ValueError(f"{path}: kept must be 1 or 0")

@@ -48,22 +48,33 @@ def write_quality(path: str | os.PathLike, rows: list[dict]) -> pd.DataFrame:
     return out
 
 
-def read_quality(path: str | os.PathLike) -> pd.DataFrame:
-    """The quality table with numbers as floats and counts as ints; ValueError naming the
-    file and what is wrong with it."""
+def read_quality(path: str | os.PathLike, *, as_text: bool = False) -> pd.DataFrame:
+    """The quality table with numbers as floats and counts as ints (``as_text``: checked the
+    same way, but its cells as written); ValueError naming the file and what is wrong with it."""
     df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
     missing = [c for c in COLUMNS if c not in df.columns]
     if missing:
         raise ValueError(f"{path}: not a quality table (missing columns {missing})")
-    bad = sorted(set(df["camera"]) - set(CAMERA))
+    if df["clip_id"].duplicated().any():
+        raise ValueError(f"{path}: clip {df.loc[df['clip_id'].duplicated(), 'clip_id'].iloc[0]} is listed twice")
+    typed = typed_scores(df, path)
+    return (df if as_text else typed)[COLUMNS]
+
+
+def typed_scores(df: pd.DataFrame, path, *, blanks: bool = False) -> pd.DataFrame:
+    """``df`` (read as text) with its score columns typed: counts as ints, numbers as floats,
+    ``camera`` checked; with ``blanks`` an empty cell is allowed (a clip not scored: NA,
+    NaN, an empty camera). ValueError naming ``path``, the clip and what is wrong."""
+    df = df.copy()
+    bad = sorted(set(df["camera"]) - set(CAMERA) - ({""} if blanks else set()))
     if bad:
         raise ValueError(f"{path}: unknown camera classes {bad}")
     for col in NUMBERS + COUNTS:
-        values = pd.to_numeric(df[col], errors="coerce")
-        if values.isna().any():
-            clip = df.loc[values.isna(), "clip_id"].iloc[0]
-            raise ValueError(f"{path}: clip {clip}: {col} is not a number ({df.loc[values.isna(), col].iloc[0]!r})")
-        df[col] = values.astype(int) if col in COUNTS else values.astype(float)
-    if df["clip_id"].duplicated().any():
-        raise ValueError(f"{path}: clip {df.loc[df['clip_id'].duplicated(), 'clip_id'].iloc[0]} is listed twice")
-    return df[COLUMNS]
+        empty = (df[col] == "") if blanks else pd.Series(False, index=df.index)
+        values = pd.to_numeric(df[col].mask(empty), errors="coerce")
+        wrong = values.isna() & ~empty
+        if wrong.any():
+            raise ValueError(f"{path}: clip {df.loc[wrong, 'clip_id'].iloc[0]}: {col} is not a number "
+                             f"({df.loc[wrong, col].iloc[0]!r})")
+        df[col] = values.astype("Int64" if blanks else int) if col in COUNTS else values.astype(float)
+    return df

@@ -217,8 +217,6 @@ def _frames(done_lists, assignment, out: Path, report: Report) -> int:
     return linked
 
 
-
-
 def write_clips_table(path: Path, clips: pd.DataFrame, assignment: dict, quality: list, report) -> int:
     """``clips.csv`` (microg4m.formats.clips_table): one row per clip that trim accepted
     (kept or rejected), its split (empty when not in the dataset), the filter's reason and
@@ -227,8 +225,7 @@ def write_clips_table(path: Path, clips: pd.DataFrame, assignment: dict, quality
     scores = {}
     for table in sorted(map(str, quality)):
         try:
-            read_quality(table)
-            frame = pd.read_csv(table, sep="\t", dtype=str, keep_default_na=False)
+            frame = read_quality(table, as_text=True)  # the scores as the quality stage wrote them
         except (OSError, ValueError, pd.errors.ParserError) as exc:
             report.add(table, "", f"unreadable quality table ({type(exc).__name__}: {exc}); its scores left empty")
             continue

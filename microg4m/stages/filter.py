@@ -119,12 +119,13 @@ def decide(clips: pd.DataFrame, detections: pd.DataFrame, cuts: pd.DataFrame, *,
         clip_cuts = list(cut_map[clip])
         if rules.active() and clip not in scores:
             raise ValueError(f"no quality scores for clip {clip} (quality table out of date?)")
+        poor = rules.reason(scores[clip]) if rules.active() else None  # text, camera, blurry, exposure
         if clip in screened:
             reason = "screened"
         elif len(clip_cuts) > max_cuts:
             reason = "scene_cut"
-        elif rules.active() and rules.reason(scores[clip]):
-            reason = rules.reason(scores[clip])
+        elif poor:
+            reason = poor
         elif too_few(found + int(frames) - seen, int(frames), min_person_share):  # seen == frames: the share
             reason = "few_persons"
         elif seen < frames:

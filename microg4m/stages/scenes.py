@@ -154,8 +154,10 @@ class PredictionCache:
                         torch=torch.__version__,
                         window=transnet.WINDOW, step=transnet.STEP, pad=transnet.PAD,
                         size=[transnet.WIDTH, transnet.HEIGHT])
-        if runtime != "torch":  # another runtime's sums round differently (torch's key is as it was)
-            settings["runtime"] = transnet.runtime_tag(runtime)
+        if runtime == "openvino":  # its sums round differently (torch's key is as it was)
+            import openvino
+
+            settings["runtime"] = f"openvino {openvino.__version__}"
         if str(device).startswith("cuda"):  # so do a GPU's kernels
             from microg4m.engines import runtime as rt
 
