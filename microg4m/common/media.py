@@ -22,6 +22,7 @@ from typing import Iterable, Iterator
 import cv2
 import numpy as np
 
+from microg4m.common import faults
 from microg4m.common.atomic import atomic_path
 
 
@@ -78,13 +79,16 @@ def _version(exe: str) -> str:
 
 
 def run_ffmpeg(args: list[str], what: str) -> str:
-    """Run ffmpeg with an argument list (never a shell); raise MediaError with its stderr tail.
+    """Run ffmpeg with an argument list (never a shell); raise MediaError with its stderr
+    tail, or faults.MachineFault when the machine failed it (no space, killed ...: the
+    output, the last argument, is named).
 
     Returns ffmpeg's stderr (errors it reported but survived, e.g. corrupt packets).
     """
     cmd = [ffmpeg_exe(), "-hide_banner", "-nostdin", "-loglevel", "error", "-y", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
     if proc.returncode != 0:
+        faults.check_process(proc.returncode, proc.stderr, f"{what} -> {args[-1]}")
         tail = " ".join(proc.stderr.strip().splitlines()[-3:]) or f"exit code {proc.returncode}"
         raise MediaError(f"{what}: ffmpeg failed: {tail}")
     return proc.stderr
@@ -113,6 +117,10 @@ def probe(path: str | os.PathLike) -> VideoInfo:
         meta = next(gen)
     except (OSError, RuntimeError, StopIteration) as exc:
         text = str(exc)
+        faults.check(exc, path)  # an OSError of the machine (EIO, EACCES ...)
+        if faults.errno_in_text(text) is not None:  # ffmpeg could not read it: Permission denied ...
+            raise faults.MachineFault(path, f"ffmpeg cannot read it: {text.strip().splitlines()[-1]}",
+                                      errno=faults.errno_in_text(text)) from None
         if "Input #0" in text and not re.search(r"Stream #\S+.*: Video:", text):
             # ffmpeg read the container but found no video stream (e.g. audio only)
             kinds = sorted(set(re.findall(r"Stream #\S+.*?: (Audio|Subtitle|Data|Attachment):", text)))
@@ -195,5 +203,6 @@ def write_h264(frames: Iterable[np.ndarray], out: str | os.PathLike, *, fps: flo
             pass
         err = proc.stderr.read().decode(errors="replace")
         if proc.wait() != 0:
+            faults.check_process(proc.returncode, err, out)
             raise MediaError(f"{out}: ffmpeg failed: {err.strip()[-300:]}")
     return out

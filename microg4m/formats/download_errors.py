@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from microg4m.common import faults
+
 DOCS = "docs/downloading.md"
 
 
@@ -73,9 +75,14 @@ CLASSES = (
                  r"failed to resolve", r"getaddrinfo", r"unable to download")),
 )
 LOCAL = 2  # the first classes: trouble with a local file
+# A fault of this machine (no space, quota, read-only or unwritable folder, I/O error, out of
+# memory: microg4m.common.faults), not of the source: the download job fails with it and the
+# next run fetches the source again; it is never a source's recorded reason. Checked first.
+MACHINE = ReasonClass("machine", "a fault of this machine, not of the source (see the reason): fix it (free "
+                      "space, permissions ...) and run again", False)
 OTHER = ReasonClass("other", "not recognised: read the reason; re-run with `microg4m download -v` to see yt-dlp's "
                     "full output", True)
-BY_NAME = {c.name: c for c in (*CLASSES, OTHER)}
+BY_NAME = {c.name: c for c in (MACHINE, *CLASSES, OTHER)}
 
 
 def _http_status(exc) -> int | None:
@@ -146,8 +153,11 @@ def classify_attempt(reason: str, exc: BaseException | None, warnings: list[str]
 
 
 def classify(reason: str | None, exc: BaseException | None = None) -> ReasonClass:
-    """The reason class of a failure: a local file's trouble from the message; else from
-    yt-dlp's exception when it tells, then the HTTP status in the message, then its words."""
+    """The reason class of a failure: a fault of the machine (from the exception's errno or
+    the message); a local file's trouble from the message; else from yt-dlp's exception
+    when it tells, then the HTTP status in the message, then its words."""
+    if (exc is not None and faults.errno_of(exc) is not None) or faults.errno_in_text(reason) is not None:
+        return MACHINE
     text = (reason or "").lower().replace("\u2019", "'")
     text = re.sub(r"^(error: )?\[[^\]]+\] [^:\s]+: ", "", text)  # yt-dlp's "[youtube] <id>: " prefix
     for cls in CLASSES[:LOCAL]:  # a missing file:// source is a TransportError too

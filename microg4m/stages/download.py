@@ -1,7 +1,10 @@
 """Download stage: one source video through yt-dlp's Python API (never a shell).
 
-A failure is data: the job always writes a status record (``ok``/``failed`` with the
-reason and yt-dlp's metadata), and later stages treat a failed source as zero clips.
+A failure of the source is data: the job writes a status record (``ok``/``failed`` with
+the reason and yt-dlp's metadata), and later stages treat a failed source as zero clips.
+A fault of the machine (no space, a quota, an unwritable folder ...: the reason class
+``machine``, microg4m/common/faults.py) is not: the job fails with it, and the next run
+fetches the source again.
 Local films (clip type ``m``) are hard-linked or copied, never re-encoded.
 
 A download is written into a hidden staging folder, checked, and moved into place
@@ -28,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from microg4m.formats import download_errors, provenance
-from microg4m.common import media
+from microg4m.common import faults, media
 from microg4m.engines import ytdlp_options
 from microg4m.common.atomic import write_text, write_tsv
 from microg4m.formats.sources import normalize_url
@@ -247,6 +250,9 @@ def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backo
         except Exception as exc:  # yt-dlp raises DownloadError and friends
             reason = _clean(str(exc)).removeprefix("ERROR: ").strip() or type(exc).__name__
             cls, reason = download_errors.classify_attempt(reason, exc, ylog.warnings)
+            if cls is download_errors.MACHINE:  # not the source's: the job fails, the next run fetches it
+                raise faults.MachineFault(staging, f"yt-dlp: {reason}", errno=faults.errno_of(exc)
+                                          or faults.errno_in_text(reason)) from exc
             record.update(reason=reason, reason_class=cls.name, advice=cls.advice)
             log.warning("%s: attempt %d failed (%s): %s", source_id, attempt, cls.name, reason)
             if not cls.retry or attempt == retries:

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from microg4m.common import faults
 from microg4m.common.progress import progress
 from microg4m import CLIP_FRAMES
 from microg4m.common.atomic import write_tsv
@@ -123,6 +124,7 @@ def run(
             n = extract_clip(clip_file(manifest, r.clip_id), out_dir, r.clip_id, expected, jpeg_quality)
             rows.append([r.clip_id, n, "ok", "", where])
         except (MediaError, OSError) as exc:
+            faults.check(exc, out_dir / r.clip_id)  # no space, EIO ...: the job fails, nothing is recorded
             print(f"frames: {r.clip_id}: {exc}", file=sys.stderr)
             rows.append([r.clip_id, 0, "failed", _clean(str(exc)), where])
     df = pd.DataFrame(rows, columns=DONE_COLUMNS)

@@ -10,6 +10,7 @@ from microg4m.common import units as _units
 from microg4m.engines.runtime import uses_gpu
 from microg4m.formats import download_settings as _download_settings
 from microg4m.formats import quality_rules as _quality_rules
+from microg4m.formats import recorded_faults as _recorded_faults
 from microg4m.formats.decisions import read_screening
 from microg4m.formats.sources import load_sources, normalize_url
 from microg4m.release import settings as _release
@@ -133,6 +134,25 @@ wildcard_constraints:
 def R(path):
     """A path inside the results folder."""
     return f"{RESULTS}/{path}"
+
+
+# A fault of the machine (no space ...) that a status table of an earlier version recorded
+# as a failed source or clip is not final: its job's output is removed here, before the DAG
+# is built, so that the job and everything after it run again whatever --rerun-triggers
+# says (microg4m/formats/recorded_faults.py). Only the Snakemake that plans the run does
+# it, and a dry run only says so.
+REPAIRABLE_TARGETS = [
+    *expand(R("download/{unit}.tsv"), unit=UNITS),
+    *expand(R("clips/{unit}"), unit=UNITS),
+    *(expand(R("frames/{unit}.tsv"), unit=UNITS) if config["export"]["frames"] else []),
+]
+if workflow.is_main_process:
+    _recorded_faults.repair(
+        RESULTS,
+        UNITS,
+        dry_run=workflow.output_settings.dryrun,
+        say=lambda line: print(line, file=sys.stderr),
+    )
 
 
 def unit_sources(wildcards):
