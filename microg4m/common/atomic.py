@@ -1,6 +1,7 @@
 """Atomic file writes: write to a temporary name in the same folder, then rename.
 
-An interrupted run therefore never leaves a half-written file under the final name.
+An interrupted run therefore never leaves a half-written file under the final name, and a
+write that the machine fails (no space ...) raises faults.MachineFault naming the file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Iterator
+
+from microg4m.common import faults
 
 
 @contextlib.contextmanager
@@ -31,6 +34,9 @@ def atomic_path(path: str | os.PathLike, suffix: str | None = None) -> Iterator[
         if tmp.exists():
             os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; results are shared on clusters
         os.replace(tmp, path)
+    except OSError as exc:  # no space, a quota, EIO ...: a fault of the machine, named with the file
+        faults.check(exc, path)
+        raise
     finally:
         if tmp.exists():
             tmp.unlink()

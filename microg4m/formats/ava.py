@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from microg4m.common import faults
+
 BOX = ["x1", "y1", "x2", "y2"]
 SPLIT_FILES = {"train": "ava_train.csv", "val": "ava_val_gt.csv", "test": "ava_test_gt.csv"}  # the export's ground truth
 
@@ -43,6 +45,7 @@ def read_ava(path: str | os.PathLike, *, last: str) -> pd.DataFrame:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.reader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise ValueError(f"{path}: cannot read ({exc})") from None
     out, bad = [], []
     for no, row in enumerate(rows, 1):
@@ -93,6 +96,7 @@ def read_boxes(path: str | os.PathLike) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         df = pd.DataFrame(columns=BOX_COLUMNS)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise ValueError(f"{path}: unreadable keyframe boxes ({type(exc).__name__}: {exc})") from None
     if list(df.columns) != BOX_COLUMNS:
         raise ValueError(f"{path}: columns {','.join(map(str, df.columns))}, expected {','.join(BOX_COLUMNS)}")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from microg4m.common import faults
 from microg4m.common.atomic import write_tsv
 from microg4m.formats.decisions import kept_ids, read_decisions
 from microg4m.formats.manifest import read_manifest
@@ -46,6 +47,7 @@ def load_clips(manifests, decisions, report: Report) -> pd.DataFrame:
         try:
             parts.append(read_manifest(path))
         except (OSError, KeyError, ValueError) as exc:
+            faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
             report.add(path, "", f"unreadable manifest ({type(exc).__name__}: {exc})")
     clips = pd.concat(parts, ignore_index=True) if parts else read_manifest_empty()
     bad = ~clips["clip_id"].map(lambda c: bool(_CLIP_ID.fullmatch(c))).astype(bool)
@@ -61,6 +63,7 @@ def load_clips(manifests, decisions, report: Report) -> pd.DataFrame:
         try:
             d = read_decisions(path)
         except (OSError, ValueError) as exc:
+            faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
             report.add(path, "", f"unreadable filter decisions ({type(exc).__name__}: {exc})")
             continue
         reasons = d["reason"] if "reason" in d else pd.Series([""] * len(d))

@@ -11,6 +11,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from microg4m.common import faults
+
 
 PERSON = 0
 
@@ -46,6 +48,7 @@ def read_detections(path: str | os.PathLike) -> pd.DataFrame:
     try:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise ValueError(f"{path}: not a readable parquet file ({exc})") from None
     missing = [c for c in COLUMNS if c not in table.column_names]
     if missing:

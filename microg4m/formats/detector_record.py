@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from microg4m.common import faults
 from microg4m.common.atomic import atomic_path
 
 FIELDS = ("weights", "sha256", "device", "runtime", "precision", "batch", "imgsz", "model")
@@ -22,6 +23,7 @@ def read(path: str | os.PathLike) -> dict:
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise ValueError(f"{path}: not a detector record ({exc}); {RERUN}") from None
     missing = [f for f in FIELDS if f not in record]
     if missing:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 
+from microg4m.common import faults
 from microg4m.common.atomic import write_text
 
 FETCHED = ("format",)  # the settings that change the bytes fetched (besides url and clip type)
@@ -41,6 +42,7 @@ def read(path: str | os.PathLike) -> dict:
     try:
         settings = json.loads(open(path, encoding="utf-8").read())
     except (OSError, ValueError) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise ValueError(f"{path}: cannot read the download settings ({exc})") from None
     if not isinstance(settings, dict):
         raise ValueError(f"{path}: not the download settings (a JSON object)")

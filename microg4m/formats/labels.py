@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from microg4m.common import faults
+
 
 LABEL_TYPES = ("PERSON_MOVEMENT", "OBJECT_MANIPULATION", "PERSON_INTERACTION")
 ACTIONS_COLUMNS = ["video_id", "movie_or_real", "person_id", "action"]  # released actions.csv
@@ -43,6 +45,7 @@ def read_label_map(path: str | os.PathLike) -> pd.DataFrame:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise LabelError(f"{path}: cannot read label map ({exc})") from None
     items: list[dict] = []
     cur: dict | None = None
@@ -113,6 +116,7 @@ def read_actions(path: str | os.PathLike) -> pd.DataFrame:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             rows = list(csv.reader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise LabelError(f"{path}: cannot read actions ({exc})") from None
     if not rows:
         raise LabelError(f"{path}: empty file (expected header {','.join(ACTIONS_COLUMNS)})")

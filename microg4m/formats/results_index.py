@@ -103,6 +103,7 @@ from pathlib import Path
 
 import numpy as np
 
+from microg4m.common import faults
 from microg4m.formats.decisions import read_decisions
 from microg4m.formats.manifest import read_manifest
 from microg4m.formats.records import read_records
@@ -449,6 +450,7 @@ class ResultsIndex:
         try:
             man = read_manifest(f.manifest)
         except (OSError, KeyError, ValueError) as exc:
+            faults.check(exc, f.manifest)  # no space, EIO, EACCES ...: the job fails, never a bad input
             return _Part(stamp, sources, {}, [f"{f.manifest}: unreadable manifest ({type(exc).__name__}: {exc})"],
                          True)
         problems: list[str] = []
@@ -456,6 +458,7 @@ class ResultsIndex:
             try:
                 sources = list(dict.fromkeys(r["source_id"] for r in read_records(f.status)))
             except (OSError, KeyError, ValueError) as exc:
+                faults.check(exc, f.status)  # no space, EIO, EACCES ...: the job fails, never a bad input
                 problems.append(f"{f.status}: unreadable trim status ({type(exc).__name__}: {exc})")
         decided: dict[str, tuple[bool, str]] = {}
         if stamp[1] is None:
@@ -465,6 +468,7 @@ class ResultsIndex:
             try:
                 dec = read_decisions(f.decisions)
             except (OSError, ValueError) as exc:
+                faults.check(exc, f.decisions)  # no space, EIO, EACCES ...: the job fails, never a bad input
                 problems.append(f"{f.decisions}: unreadable filter decisions ({type(exc).__name__}: {exc})")
             else:
                 reasons = dec["reason"] if "reason" in dec else [""] * len(dec)

@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+from microg4m.common import faults
+
 SOURCE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -21,6 +23,7 @@ def read_source_rows(path: str | os.PathLike, columns: list[str], what: str) -> 
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise ValueError(f"{what} {path}: cannot read it ({exc})") from None
     lines = [(n, line) for n, line in enumerate(text.splitlines(), 1)
              if line.strip() and not line.lstrip().startswith("#")]

@@ -29,6 +29,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from microg4m.common import faults
 from microg4m.common.atomic import write_text
 
 SPLITS = ("train", "val", "test")
@@ -148,6 +149,7 @@ def read_split_ids(out_dir: str | os.PathLike) -> dict[str, str]:
         try:
             ids = path.read_text(encoding="utf-8").split()
         except OSError as exc:
+            faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
             raise ValueError(f"{path}: cannot read the split's clip ids ({exc})") from None
         for c in ids:
             if c in out:

@@ -9,6 +9,8 @@ from typing import Callable
 
 import pandas as pd
 
+from microg4m.common import faults
+
 
 COLUMNS = ["video_id", "frame_id", "person_id", "xmin", "ymin", "xmax", "ymax", "conf"]
 BOX = ["xmin", "ymin", "xmax", "ymax"]
@@ -32,6 +34,7 @@ def read_tracks(path: str | os.PathLike, on_problem: Callable[[str], None] | Non
     try:
         df = pd.read_csv(path, dtype={"video_id": str}, keep_default_na=False)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
         raise ValueError(f"{path}: unreadable tracks ({type(exc).__name__}: {exc})") from None
     missing = [c for c in COLUMNS[:-1] if c not in df.columns]
     if missing:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from microg4m.common import faults
+
 
 def read_answers(paths) -> dict[tuple[str, int], dict]:
     """(clip, person) -> answer record, over answer files of any units; ValueError naming a
@@ -21,5 +23,6 @@ def read_answers(paths) -> dict[tuple[str, int], dict]:
             for r in persons:
                 out[(r["video_id"], int(r["person_id"]))] = r
         except (OSError, ValueError, KeyError, TypeError) as exc:
+            faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
             raise ValueError(f"{path}: not a VLM answers file ({type(exc).__name__}: {exc})") from None
     return out

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from microg4m.formats import download_errors, provenance
-from microg4m.common import faults, media
+from microg4m.common import faults, free_space, media
 from microg4m.engines import ytdlp_options
 from microg4m.common.atomic import write_text, write_tsv
 from microg4m.formats.sources import normalize_url
@@ -145,13 +145,14 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
           format: str = DEFAULT_FORMAT, retries: int = 3, backoff_seconds: float = 2.0,
           cookies=None, sleep_requests=0, sleep_interval=0, rate_limit=None, proxy=None,
           socket_timeout=20, base_dir: str | os.PathLike = ".", results_dir: str | os.PathLike | None = None,
-          **youtube) -> dict:
+          check_free_space: bool = True, **youtube) -> dict:
     """Fetch one source into ``video_dir`` (``results/download/videos``); return its status record.
 
     The record's ``path`` is relative to ``results_dir`` (default: the parent of video_dir).
     A source already downloaded (by this url and format) keeps its first run's record.
     ``youtube``: cookies_from_browser, player_client, po_token_provider, extractor_args,
-    impersonate (see ytdlp_options.options).
+    impersonate (see ytdlp_options.options). ``check_free_space``: before a film is copied or
+    yt-dlp writes, the space it needs is checked (microg4m/common/free_space.py).
     """
     video_dir = Path(video_dir)
     video_dir.mkdir(parents=True, exist_ok=True)
@@ -201,6 +202,8 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
         else:
             suffix = local.suffix.lower() if local.suffix.lower() in VIDEO_EXTS else ".mp4"
             staged = staging / f"{source_id}{suffix}"
+            if check_free_space:
+                free_space.require(staging, free_space.copy_bytes(local, staging), f"the copy of {local}")
             _link_or_copy(local, staged)
             record["title"] = local.stem
             record.update(provenance.of_local_film())
@@ -208,7 +211,7 @@ def fetch(source_id: str, url: str, clip_type: str, video_dir: str | os.PathLike
         staged = _yt_dlp(record, ydl_url, staging, format=format, retries=retries,
                          backoff_seconds=backoff_seconds, cookies=cookies, sleep_requests=sleep_requests,
                          sleep_interval=sleep_interval, rate_limit=rate_limit, proxy=proxy,
-                         socket_timeout=socket_timeout, **youtube)
+                         socket_timeout=socket_timeout, check_free_space=check_free_space, **youtube)
         if local is not None:  # a local file's place is the table's url, not this machine's file:// URL
             record["webpage_url"] = None
     if staged is not None:
@@ -228,8 +231,21 @@ def _new_record(source_id: str, url: str, clip_type: str) -> dict:
             "reason_class": None, "advice": None, **provenance.empty()}
 
 
+def _room_for(staging: Path, source_id: str):
+    """A yt-dlp match filter that checks, once yt-dlp has picked the formats and before it
+    writes, that the staging folder's filesystem has room for them (free_space.py)."""
+
+    def check(info: dict, *, incomplete: bool = False) -> None:
+        size = None if incomplete else free_space.announced_bytes(info)
+        if size is not None:
+            free_space.require(staging, size * free_space.DOWNLOAD_FACTOR, f"the download of {source_id}")
+        return None
+
+    return check
+
+
 def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backoff_seconds,
-            **options) -> Path | None:
+            check_free_space=True, **options) -> Path | None:
     """Download into ``staging`` with retries; fill ``record``; return the file or None."""
     import yt_dlp
 
@@ -239,6 +255,8 @@ def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backo
         try:
             ylog = YtdlpLog()
             opts = ydl_options(str(staging / f"{source_id}.%(ext)s"), fmt=format, **options) | {"logger": ylog}
+            if check_free_space:
+                opts["match_filter"] = _room_for(staging, source_id)
             with yt_dlp.YoutubeDL(opts) as ydl:
                 info = ydl.extract_info(ydl_url, download=True)
             record.update(_info_fields(info), reason_class=None, advice=None)  # an earlier attempt's class
@@ -247,6 +265,8 @@ def _yt_dlp(record: dict, ydl_url: str, staging: Path, *, format, retries, backo
             if staged is None:
                 record["reason"] = "yt-dlp reported success but wrote no file"
             return staged
+        except faults.MachineFault:
+            raise  # too little space for it (_room_for)
         except Exception as exc:  # yt-dlp raises DownloadError and friends
             reason = _clean(str(exc)).removeprefix("ERROR: ").strip() or type(exc).__name__
             cls, reason = download_errors.classify_attempt(reason, exc, ylog.warnings)

@@ -43,6 +43,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from microg4m.common import faults
 from microg4m.common.atomic import atomic_path, write_text, write_tsv
 from microg4m.engines.hash_index import HashIndex, popcount
 from microg4m.formats.signatures import read_signatures
@@ -309,6 +310,7 @@ def run(signatures: Sequence[str | os.PathLike], out: str | os.PathLike, *, cach
         try:
             parts.append(split_table(read_signatures(p), wanted[p], p, step_s))
         except (OSError, ValueError) as exc:
+            faults.check(exc, p)  # no space, EIO, EACCES ...: the job fails, never a bad input
             log.error("duplicates: %s: unreadable signature table (%s); left out", p, exc)
             files.pop(p)
     cat = Catalog(parts, step_s)

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from microg4m.common import faults
 from microg4m.report import datasheet, stats
 from microg4m.formats import labels, proposals, split_duplicates, splits
 from microg4m.common.atomic import atomic_path, write_text, write_tsv
@@ -202,6 +203,7 @@ def _frames(done_lists, assignment, out: Path, report: Report) -> int:
             good = ours[ours["status"] == "ok"]
             where = good["path"] if "path" in good.columns else good["clip_id"]  # older lists: beside them
         except (OSError, KeyError, ValueError) as exc:
+            faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
             report.add(path, "", f"unreadable frames done list ({type(exc).__name__}: {exc})")
             continue
         for r in bad.itertuples(index=False):
@@ -227,6 +229,7 @@ def write_clips_table(path: Path, clips: pd.DataFrame, assignment: dict, quality
         try:
             frame = read_quality(table, as_text=True)  # the scores as the quality stage wrote them
         except (OSError, ValueError, pd.errors.ParserError) as exc:
+            faults.check(exc, table)  # no space, EIO, EACCES ...: the job fails, never a bad input
             report.add(table, "", f"unreadable quality table ({type(exc).__name__}: {exc}); its scores left empty")
             continue
         scores.update(frame.set_index("clip_id")[SCORES].to_dict("index"))
@@ -324,6 +327,7 @@ def run(
         try:
             pairs = split_duplicates.load(duplicate_pairs, set(clips.index[clips["kept"]]))
         except (OSError, ValueError, pd.errors.ParserError) as exc:
+            faults.check(exc, duplicate_pairs)  # no space, EIO, EACCES ...: the job fails, never a bad input
             report.add(duplicate_pairs, "", f"unreadable duplicates table ({type(exc).__name__}: {exc}); "
                        "splits made without it")
         if pairs is not None and duplicates == "drop":
@@ -394,6 +398,7 @@ def run(
         try:
             found = split_duplicates.write_contamination(contamination, out, assignment)
         except (OSError, ValueError, pd.errors.ParserError) as exc:
+            faults.check(exc, contamination)  # no space, EIO, EACCES ...: the job fails, never a bad input
             report.add(contamination, "", f"unreadable contamination table ({type(exc).__name__}: {exc})")
             found = pd.DataFrame(columns=["clip_id"])
         for r in found.itertuples(index=False):

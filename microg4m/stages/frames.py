@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from microg4m.common import faults
+from microg4m.common import faults, free_space
 from microg4m.common.progress import progress
 from microg4m import CLIP_FRAMES
 from microg4m.common.atomic import write_tsv
@@ -101,13 +101,15 @@ def run(
     done: str | os.PathLike | None = None,
     *,
     jpeg_quality: int = 2,
+    check_free_space: bool = True,
 ) -> pd.DataFrame:
     """Extract the frames of every kept clip of one unit.
 
     Writes the done list ``done`` (default ``<out_dir>/<unit>.tsv``, unit = the
     manifest's folder name): ``clip_id, frames, status (ok/failed), reason, path`` (the
     clip's frame folder relative to the done list's). A clip that fails is recorded with
-    the reason and the others go on.
+    the reason and the others go on; a fault of the machine (no space ...) fails the job.
+    ``check_free_space``: first check that the frames fit (microg4m/common/free_space.py).
     """
     manifest, out_dir = Path(manifest), Path(out_dir)
     done = Path(done) if done is not None else out_dir / f"{manifest.parent.name}.tsv"
@@ -116,6 +118,9 @@ def run(
         clips = kept_clips(read_manifest(manifest), read_decisions(decisions))
     except (OSError, KeyError, ValueError) as exc:
         raise ValueError(f"frames: cannot read {manifest} / {decisions}: {type(exc).__name__}: {exc}") from None
+    if check_free_space:
+        free_space.require(out_dir, free_space.frames_bytes(clips.itertuples(index=False)),
+                           f"the frames of {len(clips)} kept clips of {manifest.parent.name}")
     rows = []
     for r in progress(clips.itertuples(index=False), "frames", total=len(clips)):
         expected = int(r.frames) or CLIP_FRAMES

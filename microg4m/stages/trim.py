@@ -47,7 +47,7 @@ import cv2
 import pandas as pd
 
 from microg4m import CLIP_SECONDS
-from microg4m.common import media
+from microg4m.common import free_space, media
 from microg4m.common.atomic import write_tsv
 from microg4m.formats.records import read_records
 from microg4m.formats.manifest import clip_id, write_manifest
@@ -243,14 +243,19 @@ def trim_source(record: dict, results: Path, clip_dir: Path, *, fps: int = 30,
 
 
 def run(downloads: str | os.PathLike, manifest: str | os.PathLike, status: str | os.PathLike,
-        **settings) -> list[dict]:
-    """Trim every source of a download table into ``clips/{unit}/``; write manifest + status."""
+        check_free_space: bool = True, **settings) -> list[dict]:
+    """Trim every source of a download table into ``clips/{unit}/``; write manifest + status.
+    ``check_free_space``: first check that the clips fit (microg4m/common/free_space.py)."""
     check_align(settings.get("align", "exact"))  # before any source, not once per source
     downloads, manifest = Path(downloads), Path(manifest)
     results = downloads.parent.parent
+    records = read_records(downloads)
+    if check_free_space:
+        need = free_space.clips_bytes(records, fps=settings.get("fps", 30), max_height=settings.get("max_height"))
+        free_space.require(manifest.parent, need, f"the clips of {downloads.name} ({len(records)} sources)")
     manifest.parent.mkdir(parents=True, exist_ok=True)
     statuses, rows = [], []
-    for record in read_records(downloads):
+    for record in records:
         st, clip_rows = trim_source(record, results, manifest.parent, **settings)
         statuses.append(st)
         rows.extend(clip_rows)

@@ -24,6 +24,7 @@ import shutil
 from pathlib import Path
 from typing import NamedTuple
 
+from microg4m.common import faults
 from microg4m.common import source_work
 from microg4m.common import units as _units
 from microg4m.formats.unit_plan import FILE, read_plan, write_plan
@@ -75,6 +76,7 @@ def plan_for(sources, setting, slots: int, results: str | os.PathLike, *, fps: f
         try:
             previous, stored = read_plan(path, with_work=True)
         except (OSError, ValueError) as exc:
+            faults.check(exc, path)  # no space, EIO, EACCES ...: the job fails, never a bad input
             log.warning("%s: not read (%s); the units are planned anew", path, exc)
     work = {s: stored.get(s) for s in ids}
     size = dict(fps=fps, imgsz=imgsz, max_height=max_height)

@@ -136,6 +136,10 @@ def R(path):
     return f"{RESULTS}/{path}"
 
 
+# check_free_space as the download, trim and frames jobs take it (their resource free_space_check)
+FREE_SPACE_CHECK = int(bool(config["check_free_space"]))
+
+
 # A fault of the machine (no space ...) that a status table of an earlier version recorded
 # as a failed source or clip is not final: its job's output is removed here, before the DAG
 # is built, so that the job and everything after it run again whatever --rerun-triggers

@@ -20,6 +20,10 @@ rule download:
         R("benchmarks/download/{unit}.tsv")
     conda:
         "../envs/microg4m.yaml"
+    resources:
+        # the check of free space before the job writes (config check_free_space): a
+        # resource, not a param, so that turning it off or on re-runs nothing
+        free_space_check=FREE_SPACE_CHECK,
     params:
         sources=unit_sources,
         # what is fetched: the url and clip type (sources) and the format

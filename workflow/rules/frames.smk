@@ -14,6 +14,10 @@ rule frames:
         R("benchmarks/frames/{unit}.tsv")
     conda:
         "../envs/microg4m.yaml"
+    resources:
+        # the check of free space before the job writes (config check_free_space): a
+        # resource, not a param, so that turning it off or on re-runs nothing
+        free_space_check=FREE_SPACE_CHECK,
     params:
         jpeg_quality=config["export"]["jpeg_quality"],
         ffmpeg=config["ffmpeg"],

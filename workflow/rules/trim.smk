@@ -12,6 +12,10 @@ rule trim:
         R("benchmarks/trim/{unit}.tsv")
     conda:
         "../envs/microg4m.yaml"
+    resources:
+        # the check of free space before the job writes (config check_free_space): a
+        # resource, not a param, so that turning it off or on re-runs nothing
+        free_space_check=FREE_SPACE_CHECK,
     params:
         settings=config["trim"],
         ffmpeg=config["ffmpeg"],

@@ -9,4 +9,5 @@ download.run(
     video_dir=snakemake.input.videos,
     **snakemake.params.fetched,
     **download_settings.read(snakemake.input.transport),
+    check_free_space=bool(snakemake.resources.free_space_check),
 )

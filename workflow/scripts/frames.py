@@ -9,4 +9,5 @@ frames.run(
     snakemake.output.frames,  # results/frames/<unit>/<clip>/<clip>_%06d.jpg
     snakemake.output.done,
     jpeg_quality=snakemake.params.jpeg_quality,
+    check_free_space=bool(snakemake.resources.free_space_check),
 )

@@ -8,4 +8,5 @@ trim.run(
     mf.manifest_in(snakemake.output[0]),
     mf.status_in(snakemake.output[0]),
     **snakemake.params.settings,
+    check_free_space=bool(snakemake.resources.free_space_check),
 )
