@@ -12,9 +12,10 @@ Each estimate is of what the job is about to write, from what is known before it
 * frames: the JPEGs of every kept clip, 90 x its frame size x :data:`JPEG_BYTES_PER_PIXEL`.
 
 plus :data:`HEADROOM` for the tables, logs and caches beside them. The per-pixel figures are
-typical of real footage (x264 CRF 23 ``veryfast`` and JPEG ``-q:v 2`` of talking and moving
-people: about 0.004-0.03 and 0.04-0.16 bytes a pixel; ``bench/bench_free_space.py``), not the
-worst case, so the check stops a job that cannot fit rather than one that might not.
+at the top of what ``bench/bench_free_space.py`` measured on the package footage (x264 CRF 23
+``veryfast``: 0.004-0.014 bytes a pixel; JPEG ``-q:v 2``: 0.035-0.25), not the worst case, so
+the check stops a job that cannot fit rather than one that might not (a job it lets start
+and that then fills the disk fails as any other fault of the machine).
 
 Too little space is a :class:`~microg4m.common.faults.MachineFault` (ENOSPC), raised before
 the job writes anything. The config's ``check_free_space: false`` turns the checks off.
@@ -30,8 +31,8 @@ from pathlib import Path
 
 from microg4m.common.faults import MachineFault
 
-CLIP_BYTES_PER_PIXEL = 0.03  # an H.264 clip's bytes per pixel of each frame (x264 CRF 23 veryfast)
-JPEG_BYTES_PER_PIXEL = 0.2  # a -q:v 2 JPEG frame's bytes per pixel
+CLIP_BYTES_PER_PIXEL = 0.015  # an H.264 clip's bytes per pixel of each frame (x264 CRF 23 veryfast)
+JPEG_BYTES_PER_PIXEL = 0.15  # a -q:v 2 JPEG frame's bytes per pixel
 DOWNLOAD_FACTOR = 2.0  # the parts and the merged file at once
 HEADROOM = 16 * 2**20  # bytes for the tables, logs and caches a job writes beside its media
 
