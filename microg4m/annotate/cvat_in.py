@@ -94,9 +94,10 @@ class CvatImport:
         clip = self.intake.clip(path, c.clip_id)
         if clip is None:
             return
-        if c.size != clip.frames:
-            return self.intake.refuse(path, c.clip_id, "", f"the task has {c.size} frames, clip {c.clip_id} "
-                                                            f"has {clip.frames}: another clip's file?")
+        if c.size != clip.frames or (c.width is not None and (c.width, c.height) != (clip.width, clip.height)):
+            return self.intake.refuse(path, c.clip_id, "", f"the task's {c.size} frames of {c.width}x{c.height} are "
+                                                            f"not clip {c.clip_id}'s {clip.frames} of "
+                                                            f"{clip.width}x{clip.height}: another clip's file?")
         unit = self.intake.index.files(clip.unit)
         original = read_tracks(unit.tracks, on_problem=lambda m: None) if unit.tracks.is_file() else None
         try:

@@ -77,7 +77,7 @@ class Intake:
         except Refused as exc:
             raise ValueError(exc.message) from None
         types = {c: self.index.clip(c).clip_type for c, _ in self.sets}
-        done = store.replace_many(self.sets, types)
+        done = store.replace_many(dict(sorted(self.sets.items())), types)  # clip and person order
         for clip_id, pid in done["excluded"]:
             self.refuse(self.source[(clip_id, pid)], clip_id, pid, f"clip {clip_id} is excluded by hand "
                                                                    f"({screening}); include it again first")
