@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from microg4m.annotate.app import create_app
-from microg4m.annotate.detection_suggestions import iou, match
+from microg4m.annotate.detection_suggestions import match
+from microg4m.common.boxes import iou_matrix
 from microg4m.annotate.team.server import create_app as create_team_app
-from microg4m.formats.results_index import ResultsIndex
 
 from team_setup import Client, make_project, serving
 from test_annotate_store import LABEL_MAP, TRACKS, build_results, clip_video, copies_of, token_client  # noqa: F401
@@ -47,7 +47,7 @@ def detected(tmp_path_factory, clip_video):  # noqa: F811
 def test_match_is_one_to_one_by_the_highest_iou():
     det = np.array([[0, 0, 10, 10], [0, 0, 9, 10], [50, 50, 60, 60]], float)
     persons = np.array([[0, 0, 10, 10], [100, 100, 110, 110]], float)
-    assert iou(det[:1], persons).tolist() == [[1.0, 0.0]]
+    assert iou_matrix(det[:1], persons).tolist() == [[1.0, 0.0]]
     assert match(det, persons, 0.5) == [(0, 0, 1.0)]  # the second box wanted person 1 too; the third matches none
 
 
@@ -83,7 +83,3 @@ def test_team_mode_takes_the_detections_from_the_config(tmp_path, detected):
         status, clip, _ = Client(port).login("alice").request("GET", "/api/clips/dancer_000")
     assert status == 200 and {p: s["actions"] for p, s in clip["suggestions"].items()} == {"1": [12, 17], "2": [14]}
 
-
-def test_the_index_sees_the_persons_the_detections_were_matched_to(detected):
-    res, _ = detected
-    assert ResultsIndex(res).persons("dancer_000") == [1, 2]

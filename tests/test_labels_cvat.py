@@ -76,13 +76,19 @@ def at_keyframe(track: ET.Element) -> ET.Element:
     return next(b for b in track.findall("box") if b.get("frame") == key)
 
 
+def exported_demo(tmp_path_factory, to: str) -> tuple[Path, Path, dict]:
+    """A copy of the demo run and the tasks of ``labels export --to TO`` with the demo labels:
+    (its folder, the tasks' folder, the command's summary)."""
+    wd = demo_copy(tmp_path_factory, tmp_path_factory.mktemp(f"labels_{to}") / "wd")
+    out = wd / f"{to}_tasks"
+    return wd, out, json.loads(labels(wd, "export", "--to", to, "--actions", "annotations/demo_actions.csv",
+                                      str(out)).stdout)
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     """The demo run, its CVAT tasks made from the demo labels, and their task list."""
-    wd = demo_copy(tmp_path_factory, tmp_path_factory.mktemp("labels_cvat") / "wd")
-    out = wd / "cvat_tasks"
-    summary = json.loads(labels(wd, "export", "--to", "cvat", "--actions", "annotations/demo_actions.csv",
-                                str(out)).stdout)
+    wd, out, summary = exported_demo(tmp_path_factory, "cvat")
     return wd, out, summary, cvat_tasks.read_tasks(out)
 
 

@@ -13,9 +13,9 @@ import json
 import pandas as pd
 import pytest
 
-from demo_run import RESULTS, demo_copy
+from demo_run import RESULTS
 from labelstudio_server import label_studio
-from test_labels_cvat import AVA_FILES, ava_export, labels
+from test_labels_cvat import AVA_FILES, ava_export, exported_demo, labels
 from tool_envs import run_in
 
 VALIDATE = """
@@ -38,11 +38,8 @@ print(json.dumps({"controls": sorted(li.controls.keys()) if hasattr(li.controls,
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    wd = demo_copy(tmp_path_factory, tmp_path_factory.mktemp("labels_ls") / "wd")
-    out = wd / "ls"
-    summary = json.loads(labels(wd, "export", "--to", "labelstudio", "--actions", "annotations/demo_actions.csv",
-                                str(out)).stdout)
-    return wd, out, summary
+    """The demo run, the Label Studio config and tasks made from the demo labels, the summary."""
+    return exported_demo(tmp_path_factory, "labelstudio")
 
 
 def test_label_studio_validates_the_config_and_every_task(demo):
@@ -126,7 +123,7 @@ def test_demo_labels_round_trip_through_a_label_studio_server(demo, tmp_path):
     got = json.loads(labels(wd, "import", "--from", "labelstudio", "from_ls/mixed", "--actions", str(waved),
                             "--report", str(report)).stdout)
     rep = pd.read_csv(report, sep="\t", dtype=str, keep_default_na=False)
-    assert got["refused"] == 1 and rep.file.tolist() == [str(wd / "from_ls" / "mixed" / "other.json")]
+    assert got["refused"] == 1 and rep.file.tolist() == ["from_ls/mixed/other.json"]
     assert "no data.clip_id" in rep.reason[0] and "another project's" in rep.reason[0]
     rows = pd.read_csv(ava_export(wd, waved, wd / "ls_export_wave") / "ava_format_with_header.csv")
     mine = rows[(rows.video_id == "dancer_000") & (rows.person_id == 1)]

@@ -69,8 +69,9 @@ def commands(out: Path, tasks: list[cvat_tasks.Task], segment: int) -> str:
 
 
 def export(index: ResultsIndex, actions, label_map, out_dir, *, clips_per_task: int | None = None,
-           prefix: str = "microg4m-", clips_per_job: int = CLIPS_PER_JOB) -> dict:
-    """Write the tasks into ``out_dir``; return a summary with the problems (also on stderr)."""
+           prefix: str = "microg4m-", clips_per_job: int = CLIPS_PER_JOB, frames: bool = True) -> dict:
+    """Write the tasks into ``out_dir``; return a summary with the problems (also on stderr).
+    ``frames``: False writes no ``frames.zip`` (the tasks' data is on the server already)."""
     attrs = ActionAttributes.from_label_map(read_label_map(label_map))
     labels, problems = actions_of(actions, set(attrs.ids_in_order))
     out = Path(out_dir)
@@ -105,7 +106,8 @@ def export(index: ResultsIndex, actions, label_map, out_dir, *, clips_per_task: 
         write_text(folder / cvat_tasks.ANNOTATIONS,
                    cvat.task_xml(task.name, task.size, tracks, actions=attrs, width=task.clips[0].width,
                                  height=task.clips[0].height).decode())  # Datumaro needs a size: the first clip's
-        cvat_tasks.write_frames(folder / cvat_tasks.FRAMES, task, lambda c: jpegs(index, c.clip_id, c.frames))
+        if frames:
+            cvat_tasks.write_frames(folder / cvat_tasks.FRAMES, task, lambda c: jpegs(index, c.clip_id, c.frames))
         cvat_tasks.write_manifest(folder, task)
     cvat_tasks.write_tasks(out, tasks)
     write_text(out / LABELS_FILE, json.dumps(cvat.label_spec(attrs), indent=1) + "\n")

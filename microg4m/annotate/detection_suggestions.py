@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from microg4m.common.boxes import iou_matrix
 from microg4m.evaluate.har import LabelMap, read_detections
 from microg4m.formats.labels import MAX_ACTIONS
 from .suggestions import Suggestion
@@ -29,21 +30,9 @@ from .suggestions import Suggestion
 POSE_TYPE = "PERSON_MOVEMENT"
 
 
-def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of every box of ``a`` (n, 4) with every box of ``b`` (m, 4): (n, m)."""
-    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area = lambda z: (z[:, 2] - z[:, 0]) * (z[:, 3] - z[:, 1])  # noqa: E731
-    union = area(a)[:, None] + area(b)[None, :] - inter
-    return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
-
-
 def match(det: np.ndarray, persons: np.ndarray, threshold: float) -> list[tuple[int, int, float]]:
     """One-to-one pairs ``(detection, person, IoU)``, the highest IoU first, IoU >= threshold."""
-    m = iou(det, persons) if len(det) and len(persons) else np.zeros((len(det), len(persons)))
+    m = iou_matrix(det, persons) if len(det) and len(persons) else np.zeros((len(det), len(persons)))
     pairs, used_d, used_p = [], set(), set()
     for d, p in zip(*np.unravel_index(np.argsort(-m, axis=None, kind="stable"), m.shape)):
         if m[d, p] < threshold:

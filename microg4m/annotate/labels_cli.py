@@ -26,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     e.add_argument("out_dir", metavar="OUT_DIR")
     e.add_argument("--clips-per-task", type=int, default=None, metavar="N",
                    help="cvat: one task per N clips of a unit (default: one task per unit)")
+    e.add_argument("--no-frames", action="store_true",
+                   help="cvat: no frames.zip (the tasks' annotations only: their data is on the server already)")
     e.add_argument("--task-prefix", default="microg4m-", help="cvat: the tasks' names begin so (default: %(default)s)")
     e.add_argument("--video-url", default=None, metavar="PREFIX",
                    help="labelstudio: the videos' URL before the clip's path below the results folder's parent "
@@ -66,7 +68,7 @@ def run(args: argparse.Namespace) -> dict:
             from . import cvat_out
 
             out = cvat_out.export(index, actions, label_map, args.out_dir, clips_per_task=args.clips_per_task,
-                                  prefix=args.task_prefix)
+                                  prefix=args.task_prefix, frames=not args.no_frames)
             print(Path(out["commands"]).read_text(), file=sys.stderr)
         else:
             from . import labelstudio_out
