@@ -66,7 +66,7 @@ def main() -> None:
             for pid in index.persons(clip.clip_id):
                 for a in (rng.choice(attrs.poses), rng.choice(attrs.several)):
                     rows.append(f"{clip.clip_id},{clip.clip_type},{pid},{a}")
-    labels.parent.mkdir(parents=True)
+    labels.parent.mkdir(parents=True, exist_ok=True)
     labels.write_text("\n".join(rows) + "\n")
     t = time.perf_counter()
     got = cvat_out.export(index, labels, LABEL_MAP, out / "cvat", clips_per_task=args.clips_per_task,

@@ -66,6 +66,7 @@ class CvatImport:
         self.corrections_dir = Path(corrections_dir) if corrections_dir else None
         self.existing = corrections.index(self.corrections_dir, set(sources))[0] if self.corrections_dir else {}
         self.written: list[str] = []
+        self._tracks: dict[str, dict] = {}
 
     def read(self, path, tasks: dict[str, cvat_tasks.Task]) -> None:
         """One export file (everything refused is reported; nothing raises)."""
@@ -90,6 +91,15 @@ class CvatImport:
                 continue
             self.clip(path, c, boxes=c.clip_id not in broken)
 
+    def _tracker_rows(self, clip) -> pd.DataFrame:
+        """The tracker's rows of a clip (``tracks/{unit}.csv``, as the corrections stage merges
+        against), each unit's file read once."""
+        if clip.unit not in self._tracks:
+            path = self.intake.index.files(clip.unit).tracks
+            df = read_tracks(path, on_problem=lambda m: None) if path.is_file() else _no_rows()
+            self._tracks[clip.unit] = {c: g for c, g in df.groupby("video_id")}
+        return self._tracks[clip.unit].get(clip.clip_id, _no_rows())
+
     def clip(self, path, c: cvat.CvatClip, boxes: bool = True) -> None:
         clip = self.intake.clip(path, c.clip_id)
         if clip is None:
@@ -98,11 +108,8 @@ class CvatImport:
             return self.intake.refuse(path, c.clip_id, "", f"the task's {c.size} frames of {c.width}x{c.height} are "
                                                             f"not clip {c.clip_id}'s {clip.frames} of "
                                                             f"{clip.width}x{clip.height}: another clip's file?")
-        unit = self.intake.index.files(clip.unit)
-        original = read_tracks(unit.tracks, on_problem=lambda m: None) if unit.tracks.is_file() else None
         try:
-            merged = corrections.merge(c, path, original[original["video_id"] == c.clip_id]
-                                       if original is not None else _no_rows())
+            merged = corrections.merge(c, path, self._tracker_rows(clip))
         except cvat.CvatError as exc:
             return self.intake.refuse(path, c.clip_id, "", str(exc).removeprefix(f"{path}: "))
         given = {pid for pid, _ in c.tracks if pid is not None}

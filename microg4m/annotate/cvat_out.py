@@ -79,7 +79,8 @@ def export(index: ResultsIndex, actions, label_map, out_dir, *, clips_per_task: 
     for unit, clips in kept_clips(index).items():
         for clip in clips:
             try:
-                jpegs(index, clip.clip_id, clip.frames)
+                if frames:
+                    jpegs(index, clip.clip_id, clip.frames)
             except ValueError as exc:
                 problems.append(f"{exc}; clip left out")
                 continue

@@ -209,24 +209,50 @@ class Store:
 
     def replace_many(self, sets: dict[tuple[str, int], list[int]], clip_types: dict[str, str]) -> dict:
         """Make each ``(clip, person)``'s actions exactly the ids given (checked by the caller:
-        ids of the label map, at most MAX_ACTIONS, persons of the clips), in one write under
-        the lock, as :meth:`replace` places them. A clip excluded by hand is left as it is.
-        Returns ``{"changed": n, "unchanged": n, "excluded": [(clip, person), ...]}``."""
+        ids of the label map, at most MAX_ACTIONS, persons of the clips), in one pass and one
+        write under the lock: a person's rows are replaced where the first of them was, a new
+        person's rows go after its clip's last row (in the order given), else at the end. A
+        clip excluded by hand is left as it is. Returns ``{"changed": n, "unchanged": n,
+        "excluded": [(clip, person), ...]}``."""
         out = {"changed": 0, "unchanged": 0, "excluded": []}
         with folder_lock(self.actions_path):
             excluded = self._read_excluded()
             rows = self.read_rows()
+            mine: dict[tuple[str, int], list[int]] = {}
+            last_of_clip: dict[str, int] = {}
+            for i, r in enumerate(rows):
+                mine.setdefault((r[0], int(r[2])), []).append(i)
+                last_of_clip[r[0]] = i
+            first_new: dict[int, list] = {}  # row index -> the new rows that take its place
+            after: dict[int, list] = {}  # row index -> the new persons' rows that follow it
+            at_end: list = []
+            drop: set[int] = set()
             for (clip_id, pid), ids in sets.items():
                 if ids and clip_id in excluded:
                     out["excluded"].append((clip_id, pid))
                     continue
-                new, _ = placed(rows, clip_id, clip_types[clip_id], pid, ids)
-                if new is None:
+                had = [int(rows[i][3]) for i in mine.get((clip_id, pid), [])]
+                if sorted(had) == sorted(ids):
                     out["unchanged"] += 1
+                    continue
+                out["changed"] += 1
+                new = [[clip_id, clip_types[clip_id], str(pid), str(a)] for a in ids]
+                old = mine.get((clip_id, pid))
+                if old:
+                    drop.update(old)
+                    first_new[old[0]] = new
+                elif clip_id in last_of_clip:
+                    after.setdefault(last_of_clip[clip_id], []).extend(new)
                 else:
-                    rows, out["changed"] = new, out["changed"] + 1
+                    at_end.extend(new)
             if out["changed"]:
-                self._write_rows(rows)
+                result = []
+                for i, r in enumerate(rows):
+                    result += first_new.get(i, [])
+                    if i not in drop:
+                        result.append(r)
+                    result += after.get(i, [])
+                self._write_rows(result + at_end)
         return out
 
     def remove(self, clip_id: str, person_id, action) -> list[int]:
