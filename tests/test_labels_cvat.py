@@ -162,6 +162,7 @@ def test_bad_cvat_input_is_reported_and_the_rest_goes_on(demo):
     other.write_bytes(one_clip.replace(b"<source>dancer_000.mp4", b"<source>carphone_000.mp4"))
     (bad / "unknown_clip.xml").write_bytes(one_clip.replace(b"<source>dancer_000.mp4", b"<source>nosuch_000.mp4"))
     (bad / "notes.xml").write_text("<annotations><oops")
+    (bad / "boxes_only.xml").write_bytes(index.clip_files("zidane_000").cvat.read_bytes())  # no action attributes
     task = next(t for t in tasks.values() if len(t.clips) > 1)
     start = {c.clip_id: c.first_frame for c in task.clips}
     root = ET.parse(out / task.task / "annotations.xml").getroot()
@@ -177,13 +178,15 @@ def test_bad_cvat_input_is_reported_and_the_rest_goes_on(demo):
     rep = pd.read_csv(report, sep="\t", dtype=str, keep_default_na=False)
     why = {(Path(r.file).name, r.clip_id, r.person_id): r.reason for r in rep.itertuples(index=False)}
     assert set(why) == {("other_clip.xml", "carphone_000", ""), ("unknown_clip.xml", "nosuch_000", ""),
-                        ("notes.xml", "", ""), ("task.zip", "dancer_001", "1"), ("task.zip", "pianist_000", "1")}
+                        ("notes.xml", "", ""), ("task.zip", "dancer_001", "1"), ("task.zip", "pianist_000", "1"),
+                        ("boxes_only.xml", "zidane_000", "")}
     assert "another clip's file" in why[("other_clip.xml", "carphone_000", "")]
     assert "neither a clip of the run nor a task" in why[("unknown_clip.xml", "nosuch_000", "")]
     assert "not XML" in why[("notes.xml", "", "")]
     assert "unknown action(s) 'levitate'" in why[("task.zip", "dancer_001", "1")]
     assert "two poses at one keyframe ('sit', 'stand')" in why[("task.zip", "pianist_000", "1")]
-    assert got["refused"] == 5
+    assert "no action attributes" in why[("boxes_only.xml", "zidane_000", "")]  # its labels are not wiped
+    assert got["refused"] == 6
     # the rest of the task came through: every other person of its clips, as the demo labels say
     demo_rows = pd.read_csv(wd / "annotations" / "demo_actions.csv", dtype=str)
     rest = demo_rows[demo_rows.video_id.isin(set(start) - {"dancer_001", "pianist_000"})]

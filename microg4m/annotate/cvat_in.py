@@ -121,6 +121,10 @@ class CvatImport:
             per_person[pid].append((frames, attrs))
         if boxes:
             self._boxes(path, c, clip, merged, per_person)
+        if not any(POSE in a or set(a) & set(self.attrs.id_of) for t in c.attributes for a in t.values()):
+            return self.intake.refuse(path, c.clip_id, "", "no action attributes in the file (a boxes-only file, "
+                                                            "e.g. results/cvat/): the persons' actions are left as "
+                                                            "they are")
         for pid, parts in sorted(per_person.items()):
             frames = sorted(f for boxes_, _ in parts for f in boxes_)
             key = keyframe_of(clip, frames)
