@@ -283,3 +283,24 @@ def test_a_bulk_task_set_for_100_units_maps_back_exactly(tmp_path):
                 (pid, boxes), = c.tracks
                 assert pid == 1 and sorted(boxes) == list(range(1, 91))
                 assert max(np.abs(np.array(boxes[f]) - truth[c.clip_id][f]).max() for f in boxes) < 1e-6
+
+
+def test_the_label_map_as_a_tracks_attributes():
+    """Poses one choice, the other actions yes/no boxes type by type; back to ids, or the reason."""
+    from microg4m.formats.action_attributes import ActionAttributeError, ActionAttributes
+    from microg4m.formats.labels import read_label_map
+
+    a = ActionAttributes.from_label_map(read_label_map(REPO / "annotations" / "label_map.pbtxt"))
+    assert (len(a.poses), len(a.several), a.several[0], a.several[-1]) == (11, 39, 17, 80)
+    assert a.split([79, 12, 11]) == ("stand", {"talk to (e.g., self, a person, a group)"}, [11])
+    assert a.ids(["stand"], [WAVE, "carry/hold (an object)"]) == [12, 17, 69]
+    assert a.ids(["none"], []) == []
+    for poses, ticked, why in ((["stand", "sit"], [], "two poses at one keyframe"),
+                               ([], ["levitate"], r"unknown action\(s\) 'levitate'"),
+                               ([WAVE], [], "given as the wrong kind")):
+        with pytest.raises(ActionAttributeError, match=why):
+            a.ids(poses, ticked)
+    spec = cvat.label_spec(a)[0]["attributes"]
+    assert [s["name"] for s in spec[:3]] == ["person_id", "ava_keyframe", "pose"]
+    assert spec[2]["values"][:2] == ["none", "bend/bow (at the waist)"] and len(spec[2]["values"]) == 12
+    assert {s["input_type"] for s in spec[3:]} == {"checkbox"} and len(spec) == 42

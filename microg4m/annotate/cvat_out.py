@@ -19,6 +19,7 @@ from pathlib import Path
 from microg4m.common.atomic import write_text
 from microg4m.formats import cvat, cvat_tasks
 from microg4m.formats.action_attributes import POSE, ActionAttributes
+from microg4m.formats.frame_lists import FRAME_TMPL
 from microg4m.formats.labels import read_label_map
 from microg4m.formats.results_index import ResultsIndex
 from .label_persons import actions_of, kept_clips, persons
@@ -31,7 +32,7 @@ CLIPS_PER_JOB = 10  # a CVAT job (an annotator's share) of this many 90-frame cl
 def jpegs(index: ResultsIndex, clip_id: str, frames: int) -> list[Path]:
     """The clip's JPEG frames as the frames stage wrote them, frame 1 first; ValueError when one is missing."""
     folder = index.clip_files(clip_id).frames_dir
-    files = [folder / f"{clip_id}_{f:06d}.jpg" for f in range(1, frames + 1)]
+    files = [folder / FRAME_TMPL.format(clip=clip_id, n=f) for f in range(1, frames + 1)]
     missing = [p for p in files if not p.is_file()]
     if missing:
         raise ValueError(f"{clip_id}: {len(missing)} of its {frames} JPEG frames are missing (e.g. {missing[0]}); "

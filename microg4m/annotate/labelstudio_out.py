@@ -42,11 +42,11 @@ def export(index: ResultsIndex, actions, label_map, out_dir, *, video_url: str =
             results = []
             for p in persons(index, clip):
                 ids = labels.get((clip.clip_id, p.person_id), [])
-                poses = [a for a in ids if attrs.type_of[a] == "PERSON_MOVEMENT"]
-                if len(poses) > 1:
-                    problems.append(f"{actions}: {clip.clip_id} person {p.person_id}: two poses "
-                                    f"{[attrs.name_of[a] for a in poses]}; the pose is one choice, the first written")
-                    ids = [a for a in ids if a not in poses[1:]]
+                pose, _, dropped = attrs.split(ids)
+                if dropped:
+                    problems.append(f"{actions}: {clip.clip_id} person {p.person_id}: a second pose "
+                                    f"{[attrs.name_of[a] for a in dropped]}; the pose is one choice, {pose!r} written")
+                    ids = [a for a in ids if a not in dropped]
                 results += labelstudio.person_results(p.person_id, p.frames, p.boxes, ids, attrs,
                                                       clip_frames=clip.frames, width=clip.width,
                                                       height=clip.height, keyframe=p.keyframe)
