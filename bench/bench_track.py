@@ -36,6 +36,7 @@ os.environ.setdefault("YOLO_OFFLINE", "1")
 
 from microg4m.stages import detect, motion, track
 from microg4m.common import footage, media
+from microg4m.common.boxes import iou_matrix
 from microg4m.formats import manifest as mf  # noqa: E402
 from microg4m.formats.motion import read_motion
 
@@ -66,16 +67,6 @@ def make_source(folder: Path) -> Path:
     path = folder / "manifest.tsv"
     mf.write_manifest(path, rows)
     return path
-
-
-def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area = lambda z: (z[:, 2] - z[:, 0]) * (z[:, 3] - z[:, 1])  # noqa: E731
-    return inter / (area(a)[:, None] + area(b)[None, :] - inter + 1e-9)
 
 
 def row_ious(tracks: pd.DataFrame, dets: dict, record_conf: float) -> pd.Series:

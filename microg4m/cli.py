@@ -224,6 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("evaluate", help="the benchmark: HAR, caption and VQA metrics, the VLM baseline")
     evaluate_cli.add_arguments(p, cfg)
 
+    from .annotate import labels_cli
+
+    p = sub.add_parser("labels", help="action labels in CVAT or Label Studio: tasks out, their exports back in")
+    labels_cli.add_arguments(p)
+
     p = sub.add_parser("agreement", help="compare and merge the actions files of several annotators")
     p.add_argument("files", nargs="+", help="actions CSVs (video_id,movie_or_real,person_id,action)")
     p.add_argument("--out", required=True, help="merged actions CSV to write")
@@ -462,6 +467,10 @@ def _dispatch(args: argparse.Namespace, cfg: dict):
         from .annotate.team import cli as team_cli
 
         return team_cli.run(args)
+    if stage == "labels":
+        from .annotate import labels_cli
+
+        return labels_cli.run(args)
     if stage == "agreement":
         from .annotate import agreement
 

@@ -133,6 +133,29 @@ def test_add_writes_released_schema_and_survives_a_new_store(store, work):
     assert list(actions.parent.glob(".*")) == []  # no temporary file left behind
 
 
+def test_replace_many_places_rows_as_the_page_saves_a_set_in_one_write(store, work):
+    """An import's many sets in one write: a person's rows where its first was, a new person
+    after its clip's rows, a new clip's at the end; unchanged sets and excluded clips left."""
+    res, actions, screening = work
+    store.add("dancer_000", 1, 12)
+    store.add("dancer_001", 1, 11)
+    store.add("film_000", 1, 79)
+    store.set_excluded("film_000", True, "blurry")
+    types = {"dancer_000": "r", "dancer_001": "r", "film_000": "m"}
+    got = store.replace_many({("dancer_000", 1): [14, 17], ("dancer_000", 2): [12], ("dancer_001", 1): [11],
+                              ("film_000", 1): [80]}, types)
+    assert got == {"changed": 2, "unchanged": 1, "excluded": [("film_000", 1)]}
+    assert actions.read_text() == ("video_id,movie_or_real,person_id,action\ndancer_000,r,1,14\n"
+                                   "dancer_000,r,1,17\ndancer_000,r,2,12\ndancer_001,r,1,11\nfilm_000,m,1,79\n")
+    store.set_excluded("film_000", False)
+    store.remove("film_000", 1, 79)
+    assert store.replace_many({("film_000", 1): [80]}, types)["changed"] == 1
+    assert actions.read_text().endswith("dancer_001,r,1,11\nfilm_000,m,1,80\n")
+    before = actions.read_bytes()
+    assert store.replace_many({("dancer_000", 2): [12]}, types) == {"changed": 0, "unchanged": 1, "excluded": []}
+    assert actions.read_bytes() == before
+
+
 def test_add_twice_is_a_no_op_and_remove_takes_every_copy(store, work):
     _, actions, _ = work
     actions.parent.mkdir(parents=True)

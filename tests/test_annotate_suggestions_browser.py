@@ -15,6 +15,7 @@ from browser import CHROMIUM, chromium_page
 from team_setup import HEADER, history_rows, make_project, serving
 from test_annotate_browser import chips
 from test_annotate_store import LABEL_MAP, clip_video  # noqa: F401  (fixture)
+from test_annotate_detections import detected  # noqa: F401  (fixture)
 from test_annotate_suggestions import answered  # noqa: F401  (fixture)
 from test_evaluate_vlm import MODEL
 from test_team_browser import login, wait_text
@@ -115,3 +116,31 @@ def test_team_page_marks_suggestions_and_records_the_outcome(tmp_path, answered)
                 browser.close()
     new = history_rows(project)[len(before):]
     assert [(r["layer"], r["person_id"], r["after"], r["outcome"]) for r in new] == [("alice", 1, "[12]", "edited")]
+
+
+def test_a_models_detections_are_pre_ticked_and_an_edit_is_logged(tmp_path, detected):  # noqa: F811
+    """``microg4m annotate --suggest DETECTIONS.csv``: the detections matched to dancer_000's
+    person 1 (stand, carry/hold) are pre-ticked; unticking one saves the other, logged as edited."""
+    res, path = detected
+    ann = tmp_path / "annotations"
+    actions, log = ann / "actions.csv", ann / "actions.suggestions.tsv"
+    app = create_app(str(res), str(actions), str(ann / "screening_excluded.txt"), str(LABEL_MAP),
+                     detections={"detections": str(path), "score": 0.5, "iou_min": 0.5})
+    with serving(app) as port, chromium_page(f"http://127.0.0.1:{port}/?token={app.config['ACCESS_TOKEN']}") \
+            as (page, errors):
+        page.wait_for_selector(f"{CARD.format(1)} .suggestion-note")
+        assert page.inner_text("#clip-id") == "dancer_000"
+        assert chips(page, 1) == [NAME[12], NAME[17]] and suggested_chips(page, 1) == 2
+        assert chips(page, 2) == [NAME[14]] and suggested_chips(page, 2) == 1
+        assert note(page, 1).startswith(f"suggested by {path.name}: not saved until you click")
+        assert page.evaluate(TICKED) == [[12, True], [17, True]]
+        assert "nosuch_000" in page.inner_text("#problems")
+        assert not ann.exists()
+        with page.expect_response("**/api/actions"):
+            page.click(".person.selected .picker label[data-action='17']")
+        page.wait_for_function(f"() => !document.querySelector(\"{CARD.format(1)} .chip.suggested\")")
+        assert chips(page, 1) == [NAME[12]] and note(page, 1).endswith("(edited)")
+        assert errors == []
+    assert actions.read_text() == HEADER + "dancer_000,r,1,12\n"
+    rows = [line.split("\t") for line in log.read_text().splitlines()]
+    assert [r[2:] for r in rows[1:]] == [["dancer_000", "1", path.name, rows[1][5], "12 17", "12", "edited"]]

@@ -9,7 +9,7 @@ import pytest
 from conftest import ffmpeg, get_footage
 
 STAGES = ["download", "trim", "detect", "scenes", "filter", "quality", "motion", "track", "corrections", "track-files", "export",
-          "ledger", "verify", "demo-media", "signatures", "reference-signatures", "duplicates", "where"]
+          "ledger", "verify", "demo-media", "signatures", "reference-signatures", "duplicates", "where", "labels"]
 
 
 def cli(*args, check=True):

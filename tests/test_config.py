@@ -86,11 +86,17 @@ def test_the_annotation_page_takes_its_files_from_the_config(tmp_path):
     assert files == annotate_options.Paths(results="runs/a", actions="ann/labels.csv", screening="ann/excluded.txt",
                                            label_map=config.defaults()["export"]["label_map"],
                                            vqa_reviews="ann/vqa.json",
-                                           frame_cache_mb=config.defaults()["annotate"]["frame_cache_mb"])
+                                           frame_cache_mb=config.defaults()["annotate"]["frame_cache_mb"],
+                                           detections={"detections": None, "score": 0.5, "iou_min": 0.5})
     assert annotate_options.paths(page_args(configfile=str(path), annotator="alice")).actions == \
         "ann/labels.alice.csv"
     given = annotate_options.paths(page_args(configfile=str(path), actions="x/mine.csv", results="r"))
     assert (given.actions, given.vqa_reviews, given.results) == ("x/mine.csv", "x/vqa_reviews.json", "r")
+    path.write_text(yaml.safe_dump({"annotate": {"detections": "model/dets.csv", "detection_iou": 0.3}}))
+    assert annotate_options.paths(page_args(configfile=str(path))).detections == {
+        "detections": "model/dets.csv", "score": 0.5, "iou_min": 0.3}
+    assert annotate_options.paths(page_args(configfile=str(path), suggest="d.csv", suggest_score=0.7)).detections \
+        == {"detections": "d.csv", "score": 0.7, "iou_min": 0.3}  # --suggest and --suggest-score win
     path.write_text(yaml.safe_dump({"export": {"actions": 3}}))
     with pytest.raises(ValueError, match="export.actions = 3: 3 is not of type 'string'"):
         annotate_options.paths(page_args(configfile=str(path)))

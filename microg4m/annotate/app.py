@@ -40,6 +40,7 @@ from .options import add_arguments, paths
 from .pages import Listing, todo_page
 from .results import Results
 from .store import Store
+from .detection_suggestions import from_config
 from .suggestions import OutcomeLog, Suggestions
 from .vqa_routes import install as install_vqa
 from .vqa_store import VQAStore
@@ -47,7 +48,7 @@ from .vqa_store import VQAStore
 
 def create_app(results: str, actions: str, screening: str, label_map: str, annotator: str = "",
                hosts=LOOPBACK, vqa_reviews: str | None = None, token: str | None = None,
-               frame_cache_mb: int | None = None, suggestions: bool = True) -> Flask:
+               frame_cache_mb: int | None = None, suggestions: bool = True, detections: dict | None = None) -> Flask:
     """The app over a results folder; bad inputs raise ValueError before it serves.
 
     ``hosts``: the host names it answers to (see guard.py); others are refused.
@@ -56,12 +57,15 @@ def create_app(results: str, actions: str, screening: str, label_map: str, annot
     one when not given, in ``app.config["ACCESS_TOKEN"]``.
     ``frame_cache_mb``: MiB of decoded frames kept (config ``annotate.frame_cache_mb``; None: its default).
     ``suggestions``: show the VLM's answers as suggestions (config ``annotate.suggestions``).
+    ``detections``: an action model's detections as suggestions: ``{"path", "score", "iou"}``
+    (``--suggest``; config ``annotate.detections``, detection_suggestions.py).
     """
     lmap = read_label_map(label_map)
     res = Results(results)
     store = Store(res, actions, screening, set(lmap["id"]))
     outcomes = OutcomeLog(actions, annotator)
-    suggestions = Suggestions(res, set(lmap["id"]), enabled=suggestions)
+    detected = from_config(res, label_map, lmap, **(detections or {"detections": None}))
+    suggestions = Suggestions(res, set(lmap["id"]), enabled=suggestions, detections=detected)
     app = Flask(__name__)
     app.json.sort_keys = False
     app.config["ACCESS_TOKEN"] = token = token or new_token()
@@ -145,7 +149,8 @@ def serve(args: argparse.Namespace) -> None:
     files = paths(args)
     app = create_app(files.results, files.actions, files.screening, files.label_map, args.annotator,
                      hosts=allowed_hosts(args.host, args.allowed_host), vqa_reviews=files.vqa_reviews,
-                     frame_cache_mb=files.frame_cache_mb, suggestions=files.suggestions)
+                     frame_cache_mb=files.frame_cache_mb, suggestions=files.suggestions,
+                     detections=files.detections)
     token = app.config["ACCESS_TOKEN"]
     try:
         loopback = ipaddress.ip_address(args.host).is_loopback

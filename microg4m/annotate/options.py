@@ -27,6 +27,7 @@ class Paths:
     vqa_reviews: str
     frame_cache_mb: int | None = None  # config annotate.frame_cache_mb (None: the schema's default)
     suggestions: bool = True  # config annotate.suggestions
+    detections: dict | None = None  # {detections, score, iou_min}: config annotate.detections, --suggest
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,6 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vqa-reviews", default=None, metavar="JSON",
                    help="reviewed captions and QA pairs to write (config: vqa.reviews; with --actions: "
                         "vqa_reviews.json beside that file)")
+    p.add_argument("--suggest", default=None, metavar="DETECTIONS.csv",
+                   help="an action model's AVA detections (video_id,frame_stamp,x1,y1,x2,y2,action_id,score) as "
+                        "suggestions, matched to the persons by IoU (config: annotate.detections)")
+    p.add_argument("--suggest-score", type=float, default=None, metavar="SCORE",
+                   help="suggest the actions scored at least this (config: annotate.detection_score)")
     p.add_argument("--annotator", default="", help="annotator name ([A-Za-z0-9_-]); selects the actions file")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1, this machine only)")
     p.add_argument("--port", type=int, default=8765)
@@ -69,10 +75,19 @@ def paths(args: argparse.Namespace) -> Paths:
     """The page's files (and its frame cache's size): the options, else the config's
     (validated; ValueError names a bad one)."""
     cfg = config.load(args.configfile, overrides={"results": args.results, "filter.screening": args.screening,
-                                                  "export.label_map": args.label_map})
+                                                  "export.label_map": args.label_map,
+                                                  "annotate.detections": getattr(args, "suggest", None),
+                                                  "annotate.detection_score": getattr(args, "suggest_score", None)})
     actions = actions_path(args, cfg["export"]["actions"])
     reviews = args.vqa_reviews or (str(Path(actions).parent / "vqa_reviews.json") if args.actions
                                    else cfg["vqa"]["reviews"])
     return Paths(results=cfg["results"], actions=actions, screening=cfg["filter"]["screening"],
                  label_map=cfg["export"]["label_map"], vqa_reviews=reviews,
-                 frame_cache_mb=cfg["annotate"]["frame_cache_mb"], suggestions=cfg["annotate"]["suggestions"])
+                 frame_cache_mb=cfg["annotate"]["frame_cache_mb"], suggestions=cfg["annotate"]["suggestions"],
+                 detections=detection_settings(cfg))
+
+
+def detection_settings(cfg: dict) -> dict:
+    """The page's detection suggestions as the config says (detection_suggestions.from_config's keywords)."""
+    a = cfg["annotate"]
+    return {"detections": a["detections"], "score": a["detection_score"], "iou_min": a["detection_iou"]}

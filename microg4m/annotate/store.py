@@ -64,6 +64,22 @@ def folder_lock(path: Path):
         os.close(fd)  # closing releases the lock
 
 
+def placed(rows: list[list[str]], clip_id: str, clip_type: str, pid: int, ids: list[int]):
+    """``(the rows with the person's actions exactly ids, or None when its set is already
+    that, the person's ids before)``: its rows replaced where the first of them was; a new
+    person after the clip's last row, else at the end."""
+    mine = [i for i, r in enumerate(rows) if r[0] == clip_id and r[2] == str(pid)]
+    had = [int(rows[i][3]) for i in mine]
+    if sorted(had) == sorted(ids):
+        return None, had
+    same_clip = [i for i, r in enumerate(rows) if r[0] == clip_id]
+    at = mine[0] if mine else (same_clip[-1] + 1 if same_clip else len(rows))
+    others = [r for i, r in enumerate(rows) if i not in set(mine)]
+    at -= sum(i < at for i in mine)
+    others[at:at] = [[clip_id, clip_type, str(pid), str(a)] for a in ids]
+    return others, had
+
+
 class Store:
     def __init__(self, results: Results, actions: str | os.PathLike, screening: str | os.PathLike,
                  label_ids: set[int]):
@@ -185,17 +201,59 @@ class Store:
             if ids and clip_id in self.excluded():
                 raise Refused(409, f"clip {clip_id} is excluded; include it again before labelling")
             rows = self.read_rows()
-            mine = [i for i, r in enumerate(rows) if r[0] == clip_id and r[2] == str(pid)]
-            had = [int(rows[i][3]) for i in mine]
-            if sorted(had) == sorted(ids):  # the same set (labels have no order): nothing to write
+            new, had = placed(rows, clip_id, clip.clip_type, pid, ids)
+            if new is None:  # the same set (labels have no order): nothing to write
                 return had
-            same_clip = [i for i, r in enumerate(rows) if r[0] == clip_id]
-            at = mine[0] if mine else (same_clip[-1] + 1 if same_clip else len(rows))
-            others = [r for i, r in enumerate(rows) if i not in set(mine)]
-            at -= sum(i < at for i in mine)
-            others[at:at] = [[clip_id, clip.clip_type, str(pid), str(a)] for a in ids]
-            self._write_rows(others)
+            self._write_rows(new)
             return ids
+
+    def replace_many(self, sets: dict[tuple[str, int], list[int]], clip_types: dict[str, str]) -> dict:
+        """Make each ``(clip, person)``'s actions exactly the ids given (checked by the caller:
+        ids of the label map, at most MAX_ACTIONS, persons of the clips), in one pass and one
+        write under the lock: a person's rows are replaced where the first of them was, a new
+        person's rows go after its clip's last row (in the order given), else at the end. A
+        clip excluded by hand is left as it is. Returns ``{"changed": n, "unchanged": n,
+        "excluded": [(clip, person), ...]}``."""
+        out = {"changed": 0, "unchanged": 0, "excluded": []}
+        with folder_lock(self.actions_path):
+            excluded = self._read_excluded()
+            rows = self.read_rows()
+            mine: dict[tuple[str, int], list[int]] = {}
+            last_of_clip: dict[str, int] = {}
+            for i, r in enumerate(rows):
+                mine.setdefault((r[0], int(r[2])), []).append(i)
+                last_of_clip[r[0]] = i
+            first_new: dict[int, list] = {}  # row index -> the new rows that take its place
+            after: dict[int, list] = {}  # row index -> the new persons' rows that follow it
+            at_end: list = []
+            drop: set[int] = set()
+            for (clip_id, pid), ids in sets.items():
+                if ids and clip_id in excluded:
+                    out["excluded"].append((clip_id, pid))
+                    continue
+                had = [int(rows[i][3]) for i in mine.get((clip_id, pid), [])]
+                if sorted(had) == sorted(ids):
+                    out["unchanged"] += 1
+                    continue
+                out["changed"] += 1
+                new = [[clip_id, clip_types[clip_id], str(pid), str(a)] for a in ids]
+                old = mine.get((clip_id, pid))
+                if old:
+                    drop.update(old)
+                    first_new[old[0]] = new
+                elif clip_id in last_of_clip:
+                    after.setdefault(last_of_clip[clip_id], []).extend(new)
+                else:
+                    at_end.extend(new)
+            if out["changed"]:
+                result = []
+                for i, r in enumerate(rows):
+                    result += first_new.get(i, [])
+                    if i not in drop:
+                        result.append(r)
+                    result += after.get(i, [])
+                self._write_rows(result + at_end)
+        return out
 
     def remove(self, clip_id: str, person_id, action) -> list[int]:
         """Take an action from the person (every row of it); returns the person's actions.

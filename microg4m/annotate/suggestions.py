@@ -73,16 +73,28 @@ class Suggestions:
     when a file changed (thread-safe); none at all when not ``enabled`` (config
     ``annotate.suggestions: false``)."""
 
-    def __init__(self, results, label_ids: set[int], enabled: bool = True):
+    def __init__(self, results, label_ids: set[int], enabled: bool = True, detections=None):
         self.results = results  # annotate.results.Results
         self.label_ids = set(label_ids)
         self.enabled = enabled
+        self.detections = detections  # detection_suggestions.DetectionSuggestions: they win over the VLM's
         self._lock = threading.Lock()
         self._cache: tuple[tuple, dict, list] = ((), {}, [])
+        self._merged: tuple = (None, None, {}, [])
 
     def _read(self) -> tuple[dict, list]:
         if not self.enabled:
             return {}, []
+        found, problems = self._read_vlm()
+        if self.detections is None:
+            return found, problems
+        det, det_problems = self.detections.read()
+        with self._lock:
+            if self._merged[0] is not found or self._merged[1] is not det:
+                self._merged = (found, det, {**found, **det}, problems + det_problems)
+            return self._merged[2], self._merged[3]
+
+    def _read_vlm(self) -> tuple[dict, list]:
         index = self.results.index
         stamp = index.stamps("har_vlm")  # as fresh as the index's view: no stat per unit per request
         with self._lock:

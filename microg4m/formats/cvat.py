@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from microg4m.common.atomic import atomic_path
+from microg4m.formats.action_attributes import NO_POSE, POSE, ActionAttributes
 
 LABEL = "person"
 ATTRIBUTE = "person_id"
@@ -56,6 +57,11 @@ class CvatClip:
     height: int | None
     # one entry per <track>: (person_id or None for a track without one, {frame (1-based): box})
     tracks: list[tuple[int | None, dict[int, tuple[float, float, float, float]]]] = field(default_factory=list)
+    # per <track> (the same order): frame (1-based) -> its other attributes as CVAT shows them
+    # there (those of the last keyframe at or before it): name -> the values given (a list:
+    # a hand-edited file may repeat one)
+    attributes: list[dict[int, dict[str, list[str]]]] = field(default_factory=list)
+    track_ids: list[str] = field(default_factory=list)  # each track's id in the file (for reports)
 
 
 # ---------------------------------------------------------------- keyframes (pure)
@@ -110,58 +116,145 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None) -> ET.Element:
     return el
 
 
-def _meta(root: ET.Element, clip_id: str, size: int, width: int, height: int) -> None:
+PERSON_ID_SPEC = {"name": ATTRIBUTE, "mutable": False, "input_type": "number", "default_value": "0",
+                  "values": ["0", "1000000", "1"]}
+AVA_KEYFRAME = "ava_keyframe"
+MAX_FRAMES = 10_000_000  # the largest task frame the ava_keyframe attribute takes
+
+
+def label_spec(actions: ActionAttributes | None = None) -> list[dict]:
+    """CVAT's raw label specification (the task's labels; ``cvat-cli task create --labels``):
+    the rectangle label ``person`` with the immutable ``person_id``; with ``actions`` also the
+    immutable ``ava_keyframe`` (the task frame of the person's AVA keyframe), the mutable
+    one-choice ``pose`` and a mutable checkbox per other action, type by type."""
+    attrs = [dict(PERSON_ID_SPEC)]
+    if actions is not None:
+        attrs.append({"name": AVA_KEYFRAME, "mutable": False, "input_type": "number", "default_value": "0",
+                      "values": ["0", str(MAX_FRAMES), "1"]})
+        attrs.append({"name": POSE, "mutable": True, "input_type": "select", "default_value": NO_POSE,
+                      "values": [NO_POSE, *(actions.name_of[i] for i in actions.poses)]})
+        attrs += [{"name": actions.name_of[i], "mutable": True, "input_type": "checkbox", "default_value": "false",
+                   "values": ["false"]} for i in actions.several]
+    return [{"name": LABEL, "type": "rectangle", "attributes": attrs}]
+
+
+def _meta(root: ET.Element, name: str, size: int, width: int | None, height: int | None, *,
+          source: str | None, spec: list[dict]) -> None:
+    """The task's meta: a video task (``source``: its file; mode interpolation) or an image task."""
     task = _sub(_sub(root, "meta"), "task")
-    for tag, text in (("name", clip_id), ("size", str(size)), ("mode", "interpolation"), ("overlap", "0"),
-                      ("start_frame", "0"), ("stop_frame", str(size - 1)), ("frame_filter", "")):
+    for tag, text in (("name", name), ("size", str(size)), ("mode", "interpolation" if source else "annotation"),
+                      ("overlap", "0"), ("start_frame", "0"), ("stop_frame", str(size - 1)), ("frame_filter", "")):
         _sub(task, tag, text)
-    label = _sub(_sub(task, "labels"), "label")
-    _sub(label, "name", LABEL)
-    _sub(label, "type", "rectangle")
-    attr = _sub(_sub(label, "attributes"), "attribute")
-    for tag, text in (("name", ATTRIBUTE), ("mutable", "False"), ("input_type", "number"),
-                      ("default_value", "0"), ("values", "0\n1000000\n1")):
-        _sub(attr, tag, text)
-    orig = _sub(task, "original_size")
-    _sub(orig, "width", str(width))
-    _sub(orig, "height", str(height))
-    _sub(task, "source", f"{clip_id}.mp4")
+    labels = _sub(task, "labels")
+    for lab in spec:
+        label = _sub(labels, "label")
+        _sub(label, "name", lab["name"])
+        _sub(label, "type", lab["type"])
+        attrs = _sub(label, "attributes")
+        for a in lab["attributes"]:
+            attr = _sub(attrs, "attribute")
+            for tag, text in (("name", a["name"]), ("mutable", str(a["mutable"])), ("input_type", a["input_type"]),
+                              ("default_value", a["default_value"]), ("values", "\n".join(a["values"]))):
+                _sub(attr, tag, text)
+    if width is not None:
+        orig = _sub(task, "original_size")
+        _sub(orig, "width", str(width))
+        _sub(orig, "height", str(height))
+    if source:
+        _sub(task, "source", source)
 
 
-def _box(track: ET.Element, frame0: int, box, *, keyframe: bool, outside: bool, person_id: int) -> None:
+def _box(track: ET.Element, frame0: int, box, *, keyframe: bool, outside: bool, attributes: dict) -> None:
     el = ET.SubElement(track, "box", {
         "frame": str(frame0), "outside": str(int(outside)), "occluded": "0", "keyframe": str(int(keyframe)),
         "xtl": _fmt(box[0]), "ytl": _fmt(box[1]), "xbr": _fmt(box[2]), "ybr": _fmt(box[3]), "z_order": "0",
     })
-    _sub(el, "attribute", str(person_id)).set("name", ATTRIBUTE)
+    for name, value in attributes.items():
+        _sub(el, "attribute", value).set("name", name)
 
 
-def clip_xml(clip_id: str, rows, *, frames: int, width: int, height: int) -> bytes:
-    """The CVAT for video 1.1 XML of one clip. ``rows``: ``(frame_id, person_id, x1, y1, x2, y2)``
-    (frame 1-based, pixels), any order; persons are written in id order."""
+@dataclass
+class TrackOut:
+    """One person's track as written: its boxes (frames 1-based within its clip, pixels),
+    where its clip starts in the task (``offset``: task frame of the clip's frame 1) and how
+    long the clip is; with actions, the AVA keyframe (a clip frame, always written as a
+    keyframe) and the action attributes written on every keyframe."""
+
+    person_id: int
+    frames: np.ndarray
+    boxes: np.ndarray
+    clip_frames: int
+    offset: int = 0
+    ava_keyframe: int | None = None
+    actions: dict[str, str] | None = None
+
+
+def keys_with(boxes: np.ndarray, forced: list[int]) -> list[int]:
+    """Keyframe indices of one stretch with the indices ``forced`` among them: the stretch is
+    cut there and each piece gets its own keyframes, so the boxes stay exact."""
+    cuts = sorted({0, len(boxes) - 1, *forced})
+    keys: list[int] = []
+    for a, b in zip(cuts, cuts[1:] or [cuts[0]]):
+        part = keyframe_indices(boxes[a:b + 1]) if b > a else [0]
+        keys += [a + k for k in part if not keys or a + k > keys[-1]]
+    return keys
+
+
+def _write_track(root: ET.Element, idx: int, t: TrackOut, task_size: int) -> None:
+    order = np.argsort(t.frames, kind="stable")
+    fr, boxes = np.asarray(t.frames)[order].astype(int), np.asarray(t.boxes, dtype=float)[order]
+    track = ET.SubElement(root, "track", {"id": str(idx), "label": LABEL})
+    plain = {ATTRIBUTE: str(t.person_id)}
+    keyed = dict(plain)
+    if t.actions is not None:
+        keyed[AVA_KEYFRAME] = str(t.offset + (t.ava_keyframe or 1) - 1)
+        keyed.update(t.actions)
+        plain[AVA_KEYFRAME] = keyed[AVA_KEYFRAME]
+    for run in runs(fr):
+        rf, rb = fr[run], np.round(boxes[run], 2)
+        forced = [int(i) for i in np.flatnonzero(rf == t.ava_keyframe)] if t.ava_keyframe else []
+        keys = keys_with(rb, forced)
+        for k0, k1 in zip(keys, keys[1:] + [None]):
+            _box(track, t.offset + rf[k0] - 1, rb[k0], keyframe=True, outside=False, attributes=keyed)
+            if k1 is not None and k1 > k0 + 1:
+                mid = np.arange(k0 + 1, k1)
+                for i, b in zip(mid, interpolate(k0, rb[k0], k1, rb[k1], mid)):
+                    _box(track, t.offset + rf[i] - 1, b, keyframe=False, outside=False, attributes=plain)
+        # the stretch ends before the clip does, or the clip before the task does
+        if rf[-1] < t.clip_frames or t.offset + rf[-1] < task_size:
+            _box(track, t.offset + rf[-1], rb[-1], keyframe=True, outside=True, attributes=keyed)
+
+
+def task_xml(name: str, size: int, tracks: list[TrackOut], *, width: int | None = None, height: int | None = None,
+             source: str | None = None, actions: ActionAttributes | None = None) -> bytes:
+    """The CVAT for video 1.1 XML of a task of ``size`` frames: a video task (``source``: its
+    file) or an image task of several clips; tracks in the order given."""
     root = ET.Element("annotations")
     _sub(root, "version", "1.1")
-    _meta(root, clip_id, frames, width, height)
+    _meta(root, name, size, width, height, source=source, spec=label_spec(actions))
+    for idx, t in enumerate(tracks):
+        _write_track(root, idx, t, size)
+    ET.indent(root, space="  ")
+    return b'<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode").encode() + b"\n"
+
+
+def person_tracks(rows) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``rows`` ``(frame_id, person_id, x1, y1, x2, y2)`` as person -> (frames, boxes), in id order."""
     by_person: dict[int, list] = {}
     for f, p, *box in rows:
         by_person.setdefault(int(p), []).append((int(f), *map(float, box)))
-    for idx, pid in enumerate(sorted(by_person)):
+    out = {}
+    for pid in sorted(by_person):
         data = np.array(sorted(by_person[pid]), dtype=float)
-        fr, boxes = data[:, 0].astype(int), data[:, 1:]
-        track = ET.SubElement(root, "track", {"id": str(idx), "label": LABEL})
-        for run in runs(fr):
-            rf, rb = fr[run], np.round(boxes[run], 2)
-            keys = keyframe_indices(rb)
-            for k0, k1 in zip(keys, keys[1:] + [None]):
-                _box(track, rf[k0] - 1, rb[k0], keyframe=True, outside=False, person_id=pid)
-                if k1 is not None and k1 > k0 + 1:
-                    mid = np.arange(k0 + 1, k1)
-                    for i, b in zip(mid, interpolate(k0, rb[k0], k1, rb[k1], mid)):
-                        _box(track, rf[i] - 1, b, keyframe=False, outside=False, person_id=pid)
-            if rf[-1] < frames:  # the stretch ends before the clip does
-                _box(track, rf[-1], rb[-1], keyframe=True, outside=True, person_id=pid)
-    ET.indent(root, space="  ")
-    return b'<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode").encode() + b"\n"
+        out[pid] = (data[:, 0].astype(int), data[:, 1:])
+    return out
+
+
+def clip_xml(clip_id: str, rows, *, frames: int, width: int, height: int) -> bytes:
+    """The CVAT for video 1.1 XML of one clip's video task. ``rows``: ``(frame_id, person_id,
+    x1, y1, x2, y2)`` (frame 1-based, pixels), any order; persons are written in id order."""
+    tracks = [TrackOut(pid, f, b, frames) for pid, (f, b) in person_tracks(rows).items()]
+    return task_xml(clip_id, frames, tracks, width=width, height=height, source=f"{clip_id}.mp4")
 
 
 def write_clip(path: str | os.PathLike, clip_id: str, rows, *, frames: int, width: int, height: int) -> None:
@@ -204,7 +297,8 @@ def _task(path, root: ET.Element) -> ET.Element:
         what = "a job export" if root.find("meta/job") is not None else "no <meta><task>"
         raise CvatError(f"{path}: {what}; export the whole task as 'CVAT for video 1.1'")
     mode = (task.findtext("mode") or "").strip()
-    if mode != "interpolation" or root.find("image") is not None:
+    # an image task exported as 'CVAT for video 1.1' says mode annotation and holds tracks, no <image>
+    if mode not in ("interpolation", "annotation") or root.find("image") is not None:
         raise CvatError(f"{path}: a 'CVAT for images' file (mode {mode!r}); export the task as 'CVAT for video 1.1'")
     return task
 
@@ -262,19 +356,24 @@ def _import_shapes(shapes: list, size: int) -> list:
     return kept
 
 
-def _frames_of(kept: list, size: int) -> dict[int, tuple]:
-    """Per-frame boxes (1-based frames) of imported shapes, as CVAT interpolates them."""
+def _frames_of(kept: list, size: int) -> tuple[dict[int, tuple], dict[int, dict]]:
+    """Per-frame boxes (1-based frames) of imported shapes, as CVAT interpolates them, and
+    per frame the attributes of the shape it comes from (mutable attributes hold until the
+    next keyframe)."""
     boxes: dict[int, tuple] = {}
+    attrs: dict[int, dict] = {}
     for s0, s1 in zip(kept, kept[1:] + [None]):
         if s0["outside"]:
             continue
         boxes[s0["frame"] + 1] = tuple(s0["box"])
+        attrs[s0["frame"] + 1] = s0["attrs"]
         end, nxt = (s1["frame"], s1["box"]) if s1 is not None else (size, s0["box"])  # held to the end
         mid = np.arange(s0["frame"] + 1, end)
         if len(mid):
             for f, b in zip(mid, interpolate(s0["frame"], s0["box"], end, nxt, mid)):
                 boxes[int(f) + 1] = tuple(b)
-    return boxes
+                attrs[int(f) + 1] = s0["attrs"]
+    return boxes, attrs
 
 
 def read(path: str | os.PathLike) -> CvatClip:
@@ -302,6 +401,8 @@ def read(path: str | os.PathLike) -> CvatClip:
             raise CvatError(f"{path}: track {track.get('id', no)} has label {label!r}; only {LABEL!r} tracks are read")
         shapes, pid = [], None
         for el in track:
+            if el.tag == "attribute":  # a track-level attribute (some writers): as if on every shape
+                continue
             if el.tag != "box":
                 raise CvatError(f"{path}: track {track.get('id', no)} holds a <{el.tag}>; only boxes are read")
             frame = _int(path, el, "frame")
@@ -315,15 +416,23 @@ def read(path: str | os.PathLike) -> CvatClip:
             outside = el.get("outside", "0") == "1"
             if not outside and not (box[0] < box[2] and box[1] < box[3]):
                 raise CvatError(f"{path}: track {track.get('id', no)}, frame {frame}: empty box {box}")
+            attrs: dict[str, list[str]] = {}
             for a in el.iter("attribute"):
                 if a.get("name") == ATTRIBUTE:
                     pid = _person_id(a.text) or pid
+                else:
+                    attrs.setdefault(a.get("name", ""), []).append((a.text or "").strip())
             shapes.append(dict(frame=frame, box=np.array(box), outside=outside,
-                               keyframe=el.get("keyframe", "1") == "1"))
+                               keyframe=el.get("keyframe", "1") == "1", attrs=attrs))
         shapes.sort(key=lambda s: s["frame"])
         if len({s["frame"] for s in shapes}) != len(shapes):
             raise CvatError(f"{path}: track {track.get('id', no)} has two boxes on one frame")
-        boxes = _frames_of(_import_shapes(shapes, size), size)
+        whole = {a.get("name", ""): [(a.text or "").strip()] for a in track.findall("attribute")}
+        for sh in shapes:
+            sh["attrs"] = {**whole, **sh["attrs"]}
+        boxes, attrs = _frames_of(_import_shapes(shapes, size), size)
         if boxes:
             out.tracks.append((pid, boxes))
+            out.attributes.append(attrs)
+            out.track_ids.append(track.get("id", str(no)))
     return out

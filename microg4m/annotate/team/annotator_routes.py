@@ -22,6 +22,7 @@ from ..pages import todo_page
 from ..store import check_reason
 from ..suggestions import Suggestions, tally
 from . import assign, decisions, history
+from ..detection_suggestions import from_config
 from .clip_lists import ClipLists
 from .decisions import Snapshot, check_action, check_person
 
@@ -31,7 +32,10 @@ def install(app: Flask, project, ctx) -> None:
     lists = ClipLists(res)  # each annotator's clip list, made again only where it changed
     app.extensions["microg4m.team.lists"] = lists
     lists.warm(ctx.conn())  # every annotator's list made once, before the server answers
-    suggestions = Suggestions(res, project.label_ids, enabled=project.settings.suggestions)  # suggestions.py
+    detected = from_config(res, project.settings.label_map, project.label_map,
+                           **(project.settings.detections or {"detections": None}))
+    suggestions = Suggestions(res, project.label_ids, enabled=project.settings.suggestions,
+                              detections=detected)  # suggestions.py, detection_suggestions.py
 
     def my_state(clip, snap: Snapshot, me: str) -> dict:
         return clip_state(clip, res.persons(clip.clip_id), snap.layer_actions(me), snap.layer_excluded(me))

@@ -12,6 +12,7 @@ import argparse
 from dataclasses import dataclass
 
 from microg4m import config
+from ..options import detection_settings
 from microg4m.config import DEFAULT_CONFIG
 
 
@@ -31,6 +32,7 @@ class Settings:
     login: dict | None = None  # config team.login (throttling); None: the defaults
     frame_cache_mb: int | None = None  # config annotate.frame_cache_mb; None: the schema's default
     suggestions: bool = True  # config annotate.suggestions
+    detections: dict | None = None  # config annotate.detections and its thresholds (options.detection_settings)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -113,4 +115,5 @@ def settings(args: argparse.Namespace) -> Settings:
                     report_dir=team["report_dir"], per_clip=team["annotators_per_clip"],
                     session_hours=team["session_hours"], vqa_reviews=cfg["vqa"]["reviews"],
                     server=dict(team["server"]), passwords=dict(team["passwords"]), login=dict(team["login"]),
-                    frame_cache_mb=cfg["annotate"]["frame_cache_mb"], suggestions=cfg["annotate"]["suggestions"])
+                    frame_cache_mb=cfg["annotate"]["frame_cache_mb"], suggestions=cfg["annotate"]["suggestions"],
+                    detections=detection_settings(cfg))
