@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from microg4m.common import faults
 from microg4m.common.atomic import atomic_path
 from microg4m.formats.action_attributes import NO_POSE, POSE, ActionAttributes
 
@@ -278,6 +279,7 @@ def load_bytes(path: str | os.PathLike) -> bytes:
                 return z.read(names[0])
         return path.read_bytes()
     except (OSError, zipfile.BadZipFile) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: never a bad input
         raise CvatError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
 
 

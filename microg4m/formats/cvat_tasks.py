@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from microg4m.common import faults
 from microg4m.common.atomic import atomic_path, write_tsv
 from microg4m.formats.cvat import CvatClip, CvatError
 
@@ -121,6 +122,7 @@ def read_tasks(folder: str | os.PathLike) -> dict[str, Task]:
     try:
         listed = pd.read_csv(folder / TASKS, sep="\t", dtype=str, keep_default_na=False)
     except (OSError, ValueError, pd.errors.ParserError) as exc:
+        faults.check(exc, folder / TASKS)  # no space, EIO, EACCES ...: never a bad input
         raise ValueError(f"{folder / TASKS}: cannot read the task list ({type(exc).__name__}: {exc})") from None
     if list(listed.columns) != TASKS_COLUMNS:
         raise ValueError(f"{folder / TASKS}: columns {','.join(listed.columns)}, expected {','.join(TASKS_COLUMNS)}")
@@ -132,6 +134,7 @@ def read_tasks(folder: str | os.PathLike) -> dict[str, Task]:
             clips = tuple(TaskClip(str(c.clip_id), str(c.unit), int(c.first_frame), int(c.frames), int(c.width),
                                    int(c.height)) for c in df.itertuples(index=False))
         except (OSError, ValueError, AttributeError, pd.errors.ParserError) as exc:
+            faults.check(exc, path)  # no space, EIO, EACCES ...: never a bad input
             raise ValueError(f"{path}: cannot read the task's clips ({type(exc).__name__}: {exc})") from None
         task = Task(r.task, r.name, clips)
         if task.size != int(r.frames) or [c.first_frame for c in clips] != [sum(x.frames for x in clips[:i])

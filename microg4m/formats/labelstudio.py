@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from microg4m.common import faults
 from microg4m.formats.action_attributes import GROUP_TITLES, POSE_TYPE, ActionAttributes
 from microg4m.formats.cvat import keys_with, runs
 
@@ -160,6 +161,7 @@ def read_export(path, attrs: ActionAttributes) -> list[ExportedTask]:
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        faults.check(exc, path)  # no space, EIO, EACCES ...: never a bad input
         raise LabelStudioError(f"{path}: not a Label Studio JSON export ({type(exc).__name__}: {exc})") from None
     if not isinstance(data, list):
         raise LabelStudioError(f"{path}: a Label Studio JSON export is a list of tasks, got {type(data).__name__}")
