@@ -21,11 +21,13 @@ REPO = Path(__file__).resolve().parents[1]
 # well after test_default_path, which makes the session's demo run that both copy
 # (tests/demo_run.py); test_ledger after test_bad_inputs, whose run it reads. test_labels_labelstudio
 # (a Label Studio server, its environment built from PyPI on a machine's first run) and
-# test_labels_cvat (Datumaro's environment likewise) also copy the demo run.
+# test_labels_cvat (Datumaro's environment likewise) also copy the demo run, as does
+# test_full_disk (its results on a tmpfs that fills up, six runs).
 LONGEST_FIRST = (
     "test_interrupt.py", "test_cluster.py", "test_rerun_table.py", "test_bad_inputs.py", "test_default_path.py",
-    "test_labels_labelstudio.py", "test_reruns.py", "test_duplicates_workflow.py", "test_duplicates.py",
-    "test_runtime.py", "test_dot_test.py", "test_track.py", "test_release.py", "test_labels_cvat.py",
+    "test_labels_labelstudio.py", "test_full_disk.py", "test_reruns.py", "test_duplicates_workflow.py",
+    "test_duplicates.py", "test_runtime.py", "test_dot_test.py", "test_track.py", "test_release.py",
+    "test_labels_cvat.py",
 )
 
 

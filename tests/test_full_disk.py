@@ -82,3 +82,41 @@ def test_a_disk_that_fills_up_fails_the_run_and_one_rerun_repairs_it(tmp_path_fa
         assert second.returncode == 0, (second.stdout + second.stderr)[-4000:]
         assert _tree(results / "export") == _tree(clean / "export")
         assert (results / "ledger.tsv").read_bytes() == (clean / "ledger.tsv").read_bytes()
+
+
+def test_a_folder_where_an_earlier_version_recorded_a_full_disk_is_repaired_by_one_run(tmp_path_factory, tmp_path,
+                                                                                        monkeypatch):
+    """The issue's 20 MiB case as the previous version left it: the frames stage recorded two
+    clips ``failed`` with ffmpeg's ``-28 (No space left on device)`` (its exact words) and wrote
+    no frames for them. One run of this version, even with ``--rerun-triggers params`` (no
+    modification times), makes their frames and an export and ledger equal to a clean run's."""
+    import pandas as pd
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    wd = demo_copy(tmp_path_factory, tmp_path / "wd")
+    results = wd / RESULTS
+    clean = tmp_path / "clean"
+    shutil.copytree(results, clean, symlinks=True)
+    table = sorted((results / "frames").glob("*.tsv"))[0]
+    done = pd.read_csv(table, sep="\t", dtype=str, keep_default_na=False)
+    faulty = done["clip_id"].head(2).tolist()
+    for clip in faulty:
+        shutil.rmtree(table.parent / table.stem / clip)
+        done.loc[done["clip_id"] == clip, ["frames", "status", "reason"]] = [
+            "0", "failed", f"{RESULTS}/clips/{table.stem}/{clip}.mp4: ffmpeg failed: [out#0/image2] Error muxing a "
+            "packet [out#0/image2] Task finished with error code: -28 (No space left on device) [out#0/image2] "
+            "Terminating thread with return code -28 (No space left on device)"]
+    done.to_csv(table, sep="\t", index=False, lineterminator="\n")
+    shutil.rmtree(results / "export")  # made again from the tables as they are
+    (results / "ledger.tsv").unlink()
+    units = read_plan(results / "units.tsv")
+    assert [r.item for r in recorded_faults.find(results, units)] == faulty
+    proc = run(wd, "--rerun-triggers", "params", check=False)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said[-4000:]
+    assert f"{table.relative_to(wd)} recorded a fault of the machine" in said
+    assert recorded_faults.find(results, units) == []
+    assert _tree(results / "export") == _tree(clean / "export")
+    assert (results / "ledger.tsv").read_bytes() == (clean / "ledger.tsv").read_bytes()
+    for clip in faulty:
+        assert len(list((table.parent / table.stem / clip).glob(f"{clip}_*.jpg"))) == 90
