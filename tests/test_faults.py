@@ -126,22 +126,24 @@ def test_input_faults_stay_data(tmp_path):
     assert download_errors.classify(bot).name == "bot_check"
 
 
-def _source(tmp_path: Path) -> Path:
-    """7 s of the pianist as a download gives it (H.264 mp4)."""
+def _downloaded(tmp_path: Path, disk: Path) -> Path:
+    """7 s of the pianist (H.264 mp4) as a download on ``disk``; its download table, with the
+    duration and size the download stage records."""
     src = tmp_path / "pianist.mp4"
     ffmpeg("-i", str(get_footage("pianist")), "-t", "7", "-c:v", "libx264", "-preset", "veryfast", str(src))
-    return src
+    video = disk / "download" / "videos" / "pianist.mp4"
+    video.parent.mkdir(parents=True)
+    video.write_bytes(src.read_bytes())
+    info = media.probe(video)
+    table = disk / "download" / "u0.tsv"
+    table.write_text("source_id\tstatus\treason\tpath\tclip_type\tduration\twidth\theight\n"
+                     f"pianist\tok\t\tdownload/videos/pianist.mp4\tr\t{info.duration}\t{info.width}\t{info.height}\n")
+    return table
 
 
 def test_ffmpeg_on_a_full_disk_fails_the_trim_job_and_records_nothing(tmp_path):
-    src = _source(tmp_path)
     with tmpfs(tmp_path / "disk", 4 * MiB) as disk:
-        video = disk / "download" / "videos" / "pianist.mp4"
-        video.parent.mkdir(parents=True)
-        video.write_bytes(src.read_bytes())
-        table = disk / "download" / "u0.tsv"
-        table.write_text("source_id\tstatus\treason\tpath\tclip_type\n"
-                         "pianist\tok\t\tdownload/videos/pianist.mp4\tr\n")
+        table = _downloaded(tmp_path, disk)
         fill(disk, leave=64 * 1024)
         with pytest.raises(faults.MachineFault) as caught:
             trim.run(table, disk / "clips" / "u0" / "manifest.tsv", disk / "clips" / "u0" / "status.tsv",
@@ -151,16 +153,9 @@ def test_ffmpeg_on_a_full_disk_fails_the_trim_job_and_records_nothing(tmp_path):
 
 
 def test_the_space_check_stops_trim_before_it_writes(tmp_path):
-    src = _source(tmp_path)
     with tmpfs(tmp_path / "disk", 24 * MiB) as disk:
-        video = disk / "download" / "videos" / "pianist.mp4"
-        video.parent.mkdir(parents=True)
-        video.write_bytes(src.read_bytes())
-        info = media.probe(video)
-        table = disk / "download" / "u0.tsv"
-        table.write_text("source_id\tstatus\treason\tpath\tclip_type\tduration\twidth\theight\n"
-                         f"pianist\tok\t\tdownload/videos/pianist.mp4\tr\t{info.duration}\t{info.width}\t"
-                         f"{info.height}\n")
+        table = _downloaded(tmp_path, disk)
+        info = media.probe(disk / "download" / "videos" / "pianist.mp4")
         need = free_space.clips_bytes(read_records(table))
         assert need == pytest.approx(info.duration * 30 * info.width * info.height * free_space.CLIP_BYTES_PER_PIXEL)
         fill(disk, leave=int(need + free_space.HEADROOM) - 1)
