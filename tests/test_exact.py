@@ -321,3 +321,30 @@ def test_the_filter_and_the_tracks_of_bf16_with_the_rule_are_fp32s(exports, tmp_
     inter = (np.minimum(a[:, 2:], b[:, 2:]) - np.maximum(a[:, :2], b[:, :2])).clip(0).prod(1)
     area = lambda x: (x[:, 2:] - x[:, :2]).prod(1)  # noqa: E731
     assert (inter / (area(a) + area(b) - inter)).min() >= 0.9  # the boxes: BF16's where no decision hangs on them
+
+
+@pytest.mark.skipif(not rt.installed("openvino"), reason="openvino is not installed")
+@pytest.mark.skipif(not hardware.native_bf16(), reason="this CPU has no BF16 instructions (AVX-512 BF16 or AMX)")
+def test_the_frame_cache_keeps_no_held_frame_that_was_not_inferred_again(exports, tmp_path):
+    """A stopped clip's held frames keep BF16's boxes: the frame cache keeps its frames only up
+    to the first of them, so that a re-run that runs the clip to its end (a filter edit)
+    gives what a run without the cache gives."""
+    from microg4m.stages import detector
+
+    manifest = source(tmp_path / "low", {"low_000": np.linspace(0.025, 0.05, 90)})
+    record = tmp_path / "models" / "detector.json"
+    detector.run(record, weights=WEIGHTS, runtime="openvino", precision="bf16", device="cpu", cache=exports)
+
+    def run(name, cache=True, **more):
+        stats = detect.run(manifest, tmp_path / f"{name}.parquet", precision="bf16", exact=default_exact(),
+                           detector=record, frame_cache=tmp_path / "cache" if cache else None, **settings(exports),
+                           **more)
+        return stats, read_detections(tmp_path / f"{name}.parquet")
+
+    first, stopped = run("first", rejection=Rejection(cuts={}))
+    assert first["exact_dropped"] > 0 and first["from_cache"] == 0
+    again, same = run("again", rejection=Rejection(cuts={}))
+    assert same.equals(stopped) and 0 < again["from_cache"] < first["inferred"]  # up to the first held frame
+    whole, ran = run("whole", skip_rejected=False)  # run to its end: the held frames inferred again
+    _, fresh = run("fresh", cache=False, skip_rejected=False)
+    assert ran.equals(fresh) and whole["from_cache"] == again["from_cache"]
