@@ -282,10 +282,12 @@ class _Output:
     """Per-clip boxes in frame order, written in clip order as clips finish; what each clip
     needs (every frame, or up to where it became hopeless) and how far it got."""
 
-    def __init__(self, clips: pd.DataFrame, rejection: Rejection | None, writer):
+    def __init__(self, clips: pd.DataFrame, rejection: Rejection | None, writer, keep=None):
+        """``keep``: the boxes of a frame that go to the output (None: all)."""
         self.order = list(clips["clip_id"])
         self.frames = dict(zip(clips["clip_id"], (int(k) for k in clips["frames"])))
-        self.rejection, self.writer = rejection, writer
+        self.rejection, self.writer, self.keep = rejection, writer, keep
+        self.refine: _Refine | None = None  # the frames held for FP32 until their clip ends (exactness)
         self.rows: dict[str, list] = {c: [] for c in self.order}
         self.persons = dict.fromkeys(self.order, 0)
         self.done = dict.fromkeys(self.order, 0)  # frames resolved, in order
@@ -318,6 +320,8 @@ class _Output:
             self._finish(clip)
 
     def _finish(self, clip: str) -> None:
+        if self.refine is not None:
+            self._settle(clip)
         self.coverage[clip] = self.done[clip]
         while self._next < len(self.order) and self.order[self._next] in self.coverage:
             rows = self.rows.pop(self.order[self._next])
@@ -326,6 +330,21 @@ class _Output:
             self._next += 1
             if self._pending_boxes >= ROW_GROUP:
                 self.flush()
+
+    def _settle(self, clip: str) -> None:
+        """The frames of ``clip`` held for FP32 (exact.KEPT): a clip detect ran to its end may be
+        kept, so their FP32 boxes replace their low-precision ones; a stopped clip is never
+        tracked, so they are not inferred again, and not cached (the cache keeps frames 1..k)."""
+        if clip in self.stopped:
+            for n in self.refine.drop(clip):
+                self.ran[clip].pop(n, None)
+            return
+        fp32 = self.refine.settle(clip)
+        if fp32:
+            self.ran[clip].update(fp32)
+            boxes = {n: b for _, n, b in self.rows[clip]}
+            boxes.update({n: self.keep(b) if self.keep else b for n, b in fp32.items()})
+            self.rows[clip] = [(clip, n, boxes[n]) for n in sorted(boxes) if len(boxes[n])]
 
     def flush(self) -> None:
         if self._pending:
@@ -426,22 +445,24 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     parquet's coverage metadata says how many frames each clip got: read_coverage).
     ``frame_cache`` (with ``detector``): a folder where the frames run are kept, so that a
     re-run decodes and runs YOLO only on clips and frames it did not run on before.
-    ``exact`` (at a precision below FP32): ``{"margin": detect.exact_margin, "thresholds":
-    [the thresholds that record a box, start a track or count a person frame], "low":
-    detect.exact_all, "low_thresholds": [the trackers' low thresholds], "areas":
-    [track.closeup_area], "low_areas": [the motion levels' min_area]}``; a frame with a box
-    within the margin of one of them (and of the filter tracker's; with ``low``, also of the
-    detector's own and of the low areas) is inferred again at FP32 (microg4m.engines.exact). Returns counts and timing: clips, frames (decoded),
-    inferred, exact_frames (inferred again at FP32), from_cache, skipped_frames, boxes,
-    seconds, device, runtime, precision, exact_margin.
+    ``exact`` (at a precision below FP32): the filter's and the track stage's thresholds
+    (microg4m.engines.exact.watch: ``{"margin": detect.exact_margin, "low": detect.exact_all,
+    "person_conf", "count", "tracker", "tracker_low", "record_conf", "closeup_area",
+    "min_areas", "intervals"}``); a frame with a box within the margin of one that decides
+    something there is inferred again at FP32: at once for the filter's, when its clip ends
+    for the track stage's, and never if detect stopped the clip. Returns counts and timing:
+    clips, frames (decoded), inferred, exact_frames (inferred again at FP32), exact_held
+    (held for the end of their clip), exact_dropped (held, and not inferred again: their clip
+    stopped), from_cache, skipped_frames, boxes, seconds, device, runtime, precision,
+    exact_margin (the widest) and exact_margins (per threshold).
     """
     passive_openmp()  # before torch loads
     _check(imgsz, conf, batch)
     clips = mf.ok_clips(manifest)
     t0 = time.perf_counter()
-    stats = {"clips": len(clips), "frames": 0, "inferred": 0, "exact_frames": 0, "from_cache": 0,
-             "skipped_frames": 0, "boxes": 0, "device": None, "runtime": None, "precision": None, "decoder": None,
-             "exact_margin": 0.0}
+    stats = {"clips": len(clips), "frames": 0, "inferred": 0, "exact_frames": 0, "exact_held": 0, "exact_dropped": 0,
+             "from_cache": 0, "skipped_frames": 0, "boxes": 0, "device": None, "runtime": None, "precision": None,
+             "decoder": None, "exact_margin": 0.0}
     resolve_weights(weights)  # a bad setting fails even for a source without clips
     rt.check_runtime(runtime)  # so does a misspelt runtime
     rt.check_precision(precision)  # or precision
@@ -453,7 +474,7 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     # above conf go to the output, all of them to the frame cache, so a conf edit runs no YOLO
     run_conf = min(float(conf), CACHE_CONF)
     keep = _above(conf) if float(conf) > run_conf else None
-    near = None
+    watch = None
     ex.check(exact)  # a bad margin fails even for a source without clips
     if len(clips):
         dev = device_here(device, record, detector)
@@ -464,9 +485,9 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
             raise ValueError(f"{detector}: made for {record['runtime']} {record['precision']}, the settings ask "
                              f"for {runtime} {precision}; re-run: snakemake --forcerun detector")
         decoder = choose_decoder(decoder, dev)
-        near = ex.watch(exact, precision, dev, detector_thresholds=(run_conf, float(conf)))
-        if near is not None:
-            stats["exact_margin"] = near.margin
+        watch = ex.watch(exact, precision, dev, detector_thresholds=(run_conf, float(conf)))
+        if watch is not None:
+            stats.update(exact_margin=watch.margin, exact_margins=watch.margins())
         # on CPU inference takes the cores and one decoding thread keeps up; a GPU needs more
         workers = max(1, min(8, (threads or os.cpu_count() or 2) - 1)) if dev.startswith("cuda") else 1
         stats.update(device=dev, runtime=runtime, precision=precision, decoder=decoder, decode_workers=workers)
@@ -475,9 +496,8 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
         if frame_cache and record:
             key_settings = box_settings(record, runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
                                         conf=run_conf, decoder=decoder, threads=threads, batch=batch)
-            if near is not None:  # which frames ran again at FP32
-                key_settings["exact"] = {"margin": float(near.margin), "thresholds": near.thresholds.tolist(),
-                                         "area_margin": float(near.area_margin), "areas": near.areas.tolist()}
+            if watch is not None:  # which frames ran again at FP32
+                key_settings["exact"] = watch.describe()
             fcache = FrameCache(Path(frame_cache) / cache_key(**key_settings), key_settings)
             for source, group in clips.groupby("source_id", sort=False):
                 entries = fcache.load(source)
@@ -487,7 +507,7 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
     metadata = {"weights": str(weights), "imgsz": str(imgsz), "conf": str(conf)}
     with atomic_path(out) as tmp:
         with pq.ParquetWriter(tmp, SCHEMA.with_metadata(metadata)) as writer:
-            output = _Output(clips, rejection, writer)
+            output = _Output(clips, rejection, writer, keep)
             for clip in clips["clip_id"]:
                 if rejection is not None and rejection.whole(clip):
                     output.skip(clip)
@@ -501,20 +521,19 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
             todo = clips[~clips["clip_id"].isin(output.coverage)]
             if len(todo):  # loaded only when some frame is still to run
                 model = record["model"] if record else None
-                # exactness: the low-precision pass runs below the detector's threshold by the margin
+                # exact_all: the low-precision pass runs below the detector's threshold by the margin
+                below = ex.margin(exact.get("margin"), precision, dev, run_conf) if watch and exact.get("low") else 0
                 det = Detector(str(weights), runtime=runtime, precision=precision, device=dev, imgsz=imgsz,
-                               conf=max(0.0, run_conf - float(near.margin)) if near and exact.get("low") else run_conf,
-                               batch=batch, threads=threads, cache=cache, model=model)
-                refine = None
-                if near is not None:
+                               conf=max(0.0, run_conf - below), batch=batch, threads=threads, cache=cache, model=model)
+                if watch is not None:
                     # OpenVINO's bf16/fp16 is a compile-time hint on the FP32 export: the same model
                     same = runtime == "openvino" and precision in ("bf16", "fp16")
-                    refine = _Refine(near, run_conf, lambda: Detector(
+                    output.refine = _Refine(watch, run_conf, lambda: Detector(
                         str(weights), runtime=runtime, precision="fp32", device=dev, imgsz=imgsz, conf=run_conf,
-                        batch=batch, threads=threads, cache=cache, model=model if same else None))
+                        batch=batch, threads=threads, cache=cache, model=model if same else None), batch, stats)
                 frames = prefetch(clip_frames(manifest, todo, decoder=decoder, device=dev, workers=workers,
                                               stop=output.stopped), size=2 * batch)
-                _detect(det, frames, output, batch, stats, int(todo["frames"].sum()), keep, refine)
+                _detect(det, frames, output, batch, stats, int(todo["frames"].sum()))
             output.flush()
             writer.add_key_value_metadata({COVERAGE: json.dumps(output.coverage, sort_keys=True)})
     if fcache is not None:
@@ -528,42 +547,67 @@ def run(manifest: str | os.PathLike, out: str | os.PathLike, *, weights: str, im
 
 
 class _Refine:
-    """The frames of a low-precision batch with a box near a threshold, inferred again at
-    FP32 (microg4m.engines.exact); the others' boxes above the detector's threshold."""
+    """Low-precision frames inferred again at FP32 where a box lies near a threshold that
+    decides something there (microg4m.engines.exact.Watch): at once where the filter's
+    (``exact.EVERY``); where only the track stage's (``exact.KEPT``), held until the clip
+    ends, and then only if detect ran it to its end (``settle``; a stopped clip: ``drop``).
+    Every other frame keeps its boxes above the detector's threshold."""
 
-    def __init__(self, near, run_conf: float, make_fp32):
-        self.near, self.above, self.make = near, _above(run_conf), make_fp32
+    def __init__(self, watch: ex.Watch, run_conf: float, make_fp32, batch: int, stats: dict):
+        self.watch, self.above, self.make, self.batch, self.stats = watch, _above(run_conf), make_fp32, batch, stats
         self.fp32 = None  # made when a first frame needs it
+        self.held: dict[str, list[tuple[int, np.ndarray]]] = {}  # clip -> (frame number, pixels)
 
-    def __call__(self, frames: list[np.ndarray], dets: list[np.ndarray], stats: dict) -> list[np.ndarray]:
-        again = [i for i, boxes in enumerate(dets) if self.near(boxes, frames[i].shape)]
+    def _infer(self, frames: list[np.ndarray]) -> list[np.ndarray]:
+        if self.fp32 is None:
+            self.fp32 = self.make()
+        self.stats["exact_frames"] += len(frames)
+        return [b for i in range(0, len(frames), self.batch) for b in self.fp32(frames[i:i + self.batch])]
+
+    def __call__(self, items: list[tuple[str, int, np.ndarray]], dets: list[np.ndarray]) -> list[np.ndarray]:
+        """The boxes of a batch of ``items`` (clip, frame number, pixels) whose low-precision
+        boxes are ``dets``."""
         out = [self.above(boxes) for boxes in dets]
-        if again:
-            if self.fp32 is None:
-                self.fp32 = self.make()
-            for i, boxes in zip(again, self.fp32([frames[i] for i in again])):
+        now = []
+        for i, ((clip, n, frame), boxes) in enumerate(zip(items, dets)):
+            when = self.watch(boxes, frame.shape, n)
+            if when == ex.EVERY:
+                now.append(i)
+            elif when == ex.KEPT:
+                self.held.setdefault(clip, []).append((n, frame))
+                self.stats["exact_held"] += 1
+        if now:
+            for i, boxes in zip(now, self._infer([items[i][2] for i in now])):
                 out[i] = boxes
-            stats["exact_frames"] += len(again)
         return out
 
+    def settle(self, clip: str) -> dict[int, np.ndarray]:
+        """frame -> FP32 boxes of the frames of ``clip`` held."""
+        held = self.held.pop(clip, [])
+        return dict(zip((n for n, _ in held), self._infer([f for _, f in held]))) if held else {}
 
-def _detect(det: Detector, frames, output: _Output, batch: int, stats: dict, total: int, keep=None,
-            refine: _Refine | None = None) -> None:
+    def drop(self, clip: str) -> list[int]:
+        """The frames of ``clip`` held, forgotten (the clip stopped)."""
+        held = self.held.pop(clip, [])
+        self.stats["exact_dropped"] += len(held)
+        return [n for n, _ in held]
+
+
+def _detect(det: Detector, frames, output: _Output, batch: int, stats: dict, total: int) -> None:
     """Run the frames through the detector in batches, resolving each frame's boxes into
     ``output`` in order (frames an earlier run resolved are decoded only to reach the next);
-    ``keep``: the boxes of a frame that go to the output (None: all; the cache gets all);
-    ``refine``: the frames near a threshold inferred again at FP32."""
+    ``output.keep``: the boxes of a frame that go to the output (None: all; the cache gets
+    all); ``output.refine``: the frames near a threshold inferred again at FP32."""
     run_: list = []
 
     def infer():
-        batch_frames = [f for _, _, f in run_]
-        dets = det(batch_frames)
-        if refine is not None:
-            dets = refine(batch_frames, dets, stats)
+        dets = det([f for _, _, f in run_])
+        if output.refine is not None:
+            dets = output.refine(run_, dets)
         stats["inferred"] += len(run_)
         for (clip, n, _), boxes in zip(run_, dets):
             output.ran[clip][n] = boxes
-            output.resolve(clip, n, keep(boxes) if keep else boxes)
+            output.resolve(clip, n, output.keep(boxes) if output.keep else boxes)
         run_.clear()
 
     for clip, n, frame in progress(frames, "detect", total=total, unit="frame"):

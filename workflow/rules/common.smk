@@ -7,6 +7,7 @@ from snakemake.io import strip_wildcard_constraints
 
 from microg4m import config as _config
 from microg4m.common import units as _units
+from microg4m.engines import exact as _exact
 from microg4m.engines.runtime import uses_gpu
 from microg4m.formats import download_settings as _download_settings
 from microg4m.formats import quality_rules as _quality_rules
@@ -273,32 +274,10 @@ def scenes_threads():
 
 
 def exact_params():
-    """detect.exact_margin and the confidence thresholds of filter and track that a
-    low-precision box must not move across (microg4m/engines/exact.py); None at FP32 (the
-    default on a CPU), so that track and filter edits never touch detect there."""
-    if config["detect"]["precision"] in ("default", "fp32"):
-        return None
-    t = config["track"]
-    return dict(
-        margin=config["detect"]["exact_margin"],
-        low=config["detect"]["exact_all"],
-        thresholds=sorted(
-            {
-                float(config["filter"]["person_conf"]),
-                float(t["record_conf"]),
-                *(
-                    float(t["botsort"][k])
-                    for k in ("track_high_thresh", "new_track_thresh")
-                ),
-            }
-        ),
-        low_thresholds=[float(t["botsort"]["track_low_thresh"])],
-        areas=[float(t["closeup_area"])],
-        low_areas=[
-            float(t["low_motion"]["min_area"]),
-            float(t["high_motion"]["min_area"]),
-        ],
-    )
+    """detect.exact_margin and the thresholds of filter and track that a low-precision box
+    must not move across (microg4m/engines/exact.py); None at FP32 (the default on a CPU),
+    so that track and filter edits never touch detect there."""
+    return _exact.settings(config)
 
 
 def detect_settings():
