@@ -119,6 +119,85 @@ def test_demo_labels_round_trip_through_cvat_tasks(demo):
         assert (again / name).read_bytes() == (wd / RESULTS / "export" / name).read_bytes(), name
 
 
+# cvat-cli 2.80.0's own main(): its parser, its partition of task and data options and the CVAT SDK's
+# request models (which check the label specification); only the server is left out: the client
+# it would connect to records each request and answers with the next id.
+CVAT_CLI_WITHOUT_SERVER = """
+import json, os, sys
+from cvat_cli import __main__ as cli
+from cvat_cli._internal import common
+from cvat_sdk.api_client import models
+
+def record(kind, spec, **kw):
+    with open(os.environ["CVAT_CALLS"], "a+") as fh:
+        fh.seek(0)
+        made = sum(1 for _ in fh) + 1
+        fh.write(json.dumps({"kind": kind, "id": made, "spec": spec.to_dict(), **kw}, default=str) + "\\n")
+    return type("Made", (), {"id": made})()
+
+class Projects:
+    def create_from_dataset(self, *, spec, dataset_path, dataset_format, status_check_period):
+        return record("project", spec, dataset_path=dataset_path)
+
+class Tasks:
+    def create_from_data(self, *, spec, resource_type, resources, data_params, annotation_path,
+                         annotation_format, status_check_period, pbar):
+        models.DataRequest(**data_params)  # the SDK's own check of the data options
+        return record("task", spec, resource_type=str(resource_type), resources=list(resources),
+                      data=data_params, annotation_path=annotation_path, annotation_format=annotation_format)
+
+class Server:
+    projects, tasks = Projects(), Tasks()
+    api_client = type("Api", (), {"default_headers": {"User-Agent": "test"}})()
+    def check_server_version(self, fail_if_unsupported):
+        pass
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return False
+
+common.make_client_from_cli = lambda auth, logger: Server()
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_cvat_cli_takes_the_commands_and_the_label_spec(demo, tmp_path):
+    """``cvat_commands.sh`` run as the docs say, ``CVAT`` being the real cvat-cli (its own
+    environment: tests/tool_envs.py) with its server left out: every command line parses, the
+    project gets labels.json through the SDK's checks, and each task its frames, its
+    annotations in CVAT 1.1 and the project's id."""
+    from tool_envs import env_python
+
+    wd, out, _, tasks = demo
+    driver = tmp_path / "cvat_cli_without_server.py"
+    driver.write_text(CVAT_CLI_WITHOUT_SERVER)
+    calls = tmp_path / "calls.jsonl"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(CVAT=f"{env_python('cvat-cli')} {driver} --server-host http://127.0.0.1:9 --auth alice:secret",
+               CVAT_CALLS=str(calls))
+    proc = subprocess.run(["sh", str(out / "cvat_commands.sh")], cwd=wd, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    made = [json.loads(line) for line in calls.read_text().splitlines()]
+    project, *created = made
+    spec = json.loads((out / "labels.json").read_text())
+    assert project["kind"] == "project" and project["dataset_path"] == ""
+    assert [(lab["name"], [(a["name"], a["input_type"], a["mutable"], a["values"]) for a in lab["attributes"]])
+            for lab in project["spec"]["labels"]] == \
+        [(lab["name"], [(a["name"], a["input_type"], a["mutable"], a["values"]) for a in lab["attributes"]])
+         for lab in spec]
+    assert {a["name"] for a in project["spec"]["labels"][0]["attributes"]} >= {"person_id", "ava_keyframe", "pose", WAVE}
+    assert [c["spec"]["name"] for c in created] == [t.name for t in tasks.values()]
+    for c, t in zip(created, tasks.values()):
+        assert c["kind"] == "task" and c["spec"]["project_id"] == project["id"] and c["resource_type"] == "local"
+        assert c["resources"] == [str(out / t.task / "frames.zip")] and (wd / c["resources"][0]).is_file()
+        assert c["annotation_path"] == str(out / t.task / "annotations.xml") and c["annotation_format"] == "CVAT 1.1"
+        assert (c["spec"]["segment_size"], c["data"]["image_quality"], c["data"]["sorting_method"]) == \
+            (900, 95, "lexicographical")
+    ids = (out / "cvat_ids.txt").read_text().splitlines()
+    assert ids == [f"project {project['id']}"] + [f"task {c['id']} {t.name}" for c, t in zip(created, tasks.values())]
+
+
 def test_an_action_ticked_in_cvat_loads_in_datumaro_and_reaches_the_ava_rows(demo):
     wd, out, _, tasks = demo
     task = next(t for t in tasks.values() if any(c.clip_id == "dancer_000" for c in t.clips))

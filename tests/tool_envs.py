@@ -1,6 +1,7 @@
 """Separate Python environments for the labelling tools whose pins collide with ours
 (Label Studio: Django, numpy 2.2, openai 1.x, pyarrow 24; Datumaro: pyarrow 25 and
-opencv-python-headless beside our opencv-python). Each is a venv built once from PyPI with
+opencv-python-headless beside our opencv-python; cvat-cli and the CVAT SDK, kept apart so
+that their pins never move ours). Each is a venv built once from PyPI with
 pinned versions and cached (``$MICROG4M_TOOL_ENVS``, else ``~/.cache/microg4m/tool-envs``)
 under a name that holds the hash of its requirements: a new pin builds a new one.
 
@@ -20,10 +21,11 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-# the tools as the tests use them (licences: Label Studio Apache-2.0, Datumaro MIT)
+# the tools as the tests use them (licences: Label Studio Apache-2.0, Datumaro MIT, cvat-cli MIT)
 TOOLS = {
     "labelstudio": ["label-studio==1.23.2"],
     "datumaro": ["datumaro==1.13.12"],
+    "cvat-cli": ["cvat-cli==2.80.0"],
 }
 
 
