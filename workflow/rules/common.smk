@@ -273,22 +273,17 @@ def scenes_threads():
     return max(1, min(8, cores // max(1, min(len(UNITS), cores))))
 
 
-def exact_params():
-    """detect.exact_margin and the thresholds of filter and track that a low-precision box
-    must not move across (microg4m/engines/exact.py); None at FP32 (the default on a CPU),
-    so that track and filter edits never touch detect there."""
-    return _exact.settings(config)
-
-
 def detect_settings():
     """detect.run's settings: config's detect section, with exact_margin and exact_all
-    given as ``exact`` with the thresholds (exact_params), below FP32 only."""
+    given as ``exact`` with the thresholds of filter and track that a low-precision box
+    must not move across (microg4m/engines/exact.py: settings), below FP32 only, so that
+    track and filter edits never touch detect at FP32 (the default on a CPU)."""
     out = {
         k: v
         for k, v in config["detect"].items()
         if k not in ("exact_margin", "exact_all")
     }
-    exact = exact_params()
+    exact = _exact.settings(config)
     if exact:
         out["exact"] = exact
     return out

@@ -27,7 +27,7 @@ rule detect:
         gpu=1 if DETECT_ON_GPU else 0,
     params:
         # below FP32 also "exact": the frames near a decision threshold inferred again at FP32
-        # (exact_params; absent at FP32, so that the default's params are what they were)
+        # (detect_settings; absent at FP32, so that the default's params are what they were)
         settings=detect_settings(),
         # detect.skip_rejected: the filter's rule (a filter edit re-runs detect, which then
         # runs YOLO only on frames it never ran on: results/cache/detect)
